@@ -1,0 +1,152 @@
+import { pointerOf } from '../policy/check.js';
+import { parseIncrementPath, type Step } from '../policy/paths.js';
+import type { ApproveRule, Limit, Policy, Rule, ToolEntry } from '../policy/schema.js';
+import { compileAll, type Predicate } from './conditions.js';
+import { globToRegExp, isGlob } from './glob.js';
+import { windowSeconds } from './windows.js';
+
+export interface CompiledRule {
+  pointer: string;
+  test: Predicate;
+  message?: string;
+}
+
+export interface CompiledLimit {
+  pointer: string;
+  counter: string;
+  seconds: number;
+  max: number;
+  scope: Limit['scope'];
+  increment?: { path: string; steps: Step[] };
+  message?: string;
+}
+
+export interface CompiledEntry {
+  key: string;
+  pointer: string;
+  action: ToolEntry['action'];
+  onDeny?: string;
+  require: CompiledRule[];
+  denyIf: CompiledRule[];
+  approveIf: CompiledRule[];
+  approval: { timeoutMs: number; via: string[] };
+  limits: CompiledLimit[];
+}
+
+export interface Lookup {
+  /** Pointer of the first `hide` pattern that matches, or null. */
+  hidden: string | null;
+  entry: CompiledEntry | null;
+}
+
+const DURATION_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+export function durationMs(text: string): number {
+  const m = /^(\d+)(ms|s|m|h|d)$/.exec(text);
+  if (!m) throw new Error(`invalid duration "${text}"`);
+  return Number(m[1]) * DURATION_MS[m[2]];
+}
+
+const DEFAULT_VIA = ['dashboard', 'cli', 'api', 'webhook'];
+
+function rules(list: readonly Rule[], at: string[]): CompiledRule[] {
+  return list.map((r, i) => ({ pointer: pointerOf([...at, i]), test: compileAll(r.conditions), message: r.on_deny }));
+}
+
+function approveRules(list: readonly ApproveRule[], at: string[]): CompiledRule[] {
+  return list.map((r, i) => ({ pointer: pointerOf([...at, i]), test: compileAll(r.conditions), message: r.reason }));
+}
+
+function limits(list: readonly Limit[], at: string[]): CompiledLimit[] {
+  return list.map((l, i) => {
+    let increment: CompiledLimit['increment'];
+    if (l.increment_from !== undefined) {
+      const steps = parseIncrementPath(l.increment_from);
+      if (typeof steps === 'string') throw new Error(steps);
+      increment = { path: l.increment_from, steps };
+    }
+    return {
+      pointer: pointerOf([...at, i]),
+      counter: l.counter,
+      seconds: windowSeconds(l.window),
+      max: l.max,
+      scope: l.scope,
+      increment,
+      message: l.on_deny,
+    };
+  });
+}
+
+function compileEntry(key: string, e: ToolEntry): CompiledEntry {
+  const at = ['tools', key];
+  return {
+    key,
+    pointer: pointerOf(at),
+    action: e.action,
+    onDeny: e.on_deny,
+    require: rules(e.require, [...at, 'require']),
+    denyIf: rules(e.deny_if, [...at, 'deny_if']),
+    approveIf: approveRules(e.approve_if, [...at, 'approve_if']),
+    approval: { timeoutMs: durationMs(e.approval?.timeout ?? '5m'), via: e.approval?.via ?? DEFAULT_VIA },
+    limits: limits(e.limits, [...at, 'limits']),
+  };
+}
+
+const LOOKUP_CACHE_MAX = 10_000;
+
+/**
+ * A policy compiled once per load: exact names in a map, globs as precompiled regexes ordered by
+ * precedence (longer pattern first), conditions as closures. Name lookups are memoised.
+ */
+export class CompiledPolicy {
+  readonly default: Policy['default'];
+  readonly mode: Policy['mode'];
+  readonly pinsOnChange: 'warn' | 'block';
+  readonly allTools: { require: CompiledRule[]; denyIf: CompiledRule[]; limits: CompiledLimit[] };
+  private readonly exact = new Map<string, CompiledEntry>();
+  private readonly globs: { re: RegExp; entry: CompiledEntry }[] = [];
+  private readonly hide: { re: RegExp; pointer: string }[];
+  private readonly cache = new Map<string, Lookup>();
+
+  constructor(readonly policy: Policy, readonly hash: string) {
+    this.default = policy.default;
+    this.mode = policy.mode;
+    this.pinsOnChange = policy.pins?.on_change ?? 'warn';
+    const globbed: { key: string; entry: CompiledEntry; order: number }[] = [];
+    Object.entries(policy.tools).forEach(([key, entry], order) => {
+      const compiled = compileEntry(key, entry);
+      if (isGlob(key)) globbed.push({ key, entry: compiled, order });
+      else this.exact.set(key, compiled);
+    });
+    globbed.sort((a, b) => b.key.length - a.key.length || a.order - b.order);
+    this.globs = globbed.map((g) => ({ re: globToRegExp(g.key), entry: g.entry }));
+    this.hide = policy.hide.map((pattern, i) => ({ re: globToRegExp(pattern), pointer: `/hide/${i}` }));
+    const all = policy.all_tools;
+    this.allTools = {
+      require: rules(all?.require ?? [], ['all_tools', 'require']),
+      denyIf: rules(all?.deny_if ?? [], ['all_tools', 'deny_if']),
+      limits: limits(all?.limits ?? [], ['all_tools', 'limits']),
+    };
+  }
+
+  lookup(name: string): Lookup {
+    const cached = this.cache.get(name);
+    if (cached) return cached;
+    let hidden: string | null = null;
+    for (const h of this.hide) if (h.re.test(name)) { hidden = h.pointer; break; }
+    let entry = this.exact.get(name) ?? null;
+    if (!entry) for (const g of this.globs) if (g.re.test(name)) { entry = g.entry; break; }
+    const result = { hidden, entry };
+    if (this.cache.size >= LOOKUP_CACHE_MAX) this.cache.clear();
+    this.cache.set(name, result);
+    return result;
+  }
+
+  isHidden(name: string): boolean {
+    return this.lookup(name).hidden !== null;
+  }
+
+  /** Names under `tools` and in `hide`, for look-alike checks. */
+  names(): string[] {
+    return [...this.exact.keys(), ...this.policy.hide.filter((h) => !isGlob(h))];
+  }
+}

@@ -1,0 +1,198 @@
+import type { Charge, CounterStore, FlagStore } from '../state/types.js';
+import type { CompiledEntry, CompiledLimit, CompiledPolicy } from './compile.js';
+import { getPath, MISSING, toNumber, type CallContext } from './conditions.js';
+import { skeleton } from './names.js';
+import { windowBounds } from './windows.js';
+
+export type Verdict = 'allow' | 'deny' | 'approve';
+
+export interface Decision {
+  verdict: Verdict;
+  /** JSON pointer of the rule that decided, or (default), (kill-switch), (state-store). */
+  rule: string;
+  message?: string;
+  retryAfterSeconds: number | null;
+  /** False in shadow mode: a deny is logged as shadow_deny and the call forwarded anyway. */
+  enforced: boolean;
+  /** Counter increments taken for this call; give them back with `settle(decision, false)`. */
+  charges: Charge[];
+  approval?: { timeoutMs: number; via: string[] };
+}
+
+export interface EngineOptions {
+  policy: CompiledPolicy;
+  counters: CounterStore;
+  flags?: FlagStore;
+  /** Allow limited calls when the state store fails (default: deny them). */
+  failOpen?: boolean;
+  /** Force shadow mode whatever the policy says. */
+  shadow?: boolean;
+}
+
+const NO_CHARGES: Charge[] = [];
+
+function deny(rule: string, message: string, retryAfterSeconds: number | null = null): Decision {
+  return { verdict: 'deny', rule, message, retryAfterSeconds, enforced: true, charges: NO_CHARGES };
+}
+
+const RANK: Record<Verdict, number> = { allow: 0, approve: 1, deny: 2 };
+
+function describeWindow(seconds: number): string {
+  return seconds === 1 ? 'second' : seconds === 60 ? 'minute' : seconds === 3600 ? 'hour' : seconds === 86400 ? 'day' : `${seconds} s`;
+}
+
+/**
+ * The decision engine: SPEC section 2's decision order over a compiled policy. It knows no
+ * transport; callers give it a CallContext and forward, or not, on its answer.
+ */
+export class Engine {
+  private policy: CompiledPolicy;
+  private readonly counters: CounterStore;
+  private readonly flags?: FlagStore;
+  private readonly failOpen: boolean;
+  private readonly forceShadow: boolean;
+
+  constructor(opts: EngineOptions) {
+    this.policy = opts.policy;
+    this.counters = opts.counters;
+    this.flags = opts.flags;
+    this.failOpen = opts.failOpen ?? false;
+    this.forceShadow = opts.shadow ?? false;
+  }
+
+  get current(): CompiledPolicy {
+    return this.policy;
+  }
+
+  /** Swaps the policy (hot reload). Counters live in the store, so they carry over. */
+  setPolicy(policy: CompiledPolicy): void {
+    this.policy = policy;
+  }
+
+  get shadow(): boolean {
+    return this.forceShadow || this.policy.mode === 'shadow';
+  }
+
+  /**
+   * Steps 3–8 of the decision order, without side effects. A name that is not plain (other case,
+   * invisible or look-alike characters) is also judged as its skeleton and as each `alias` (known
+   * tool names with the same skeleton); the strictest answer wins.
+   */
+  evaluate(ctx: CallContext, aliases: readonly string[] = []): { verdict: Verdict; rule: string; message?: string; entry: CompiledEntry | null; approval?: Decision['approval'] } {
+    let best = this.evaluateName(ctx, ctx.tool);
+    const sk = skeleton(ctx.tool);
+    const others = sk === ctx.tool ? aliases : [sk, ...aliases];
+    for (const name of others) {
+      if (name === ctx.tool) continue;
+      const r = this.evaluateName({ ...ctx, tool: name }, name);
+      if (RANK[r.verdict] > RANK[best.verdict]) best = { ...r, entry: best.entry };
+    }
+    return best;
+  }
+
+  private evaluateName(ctx: CallContext, name: string): ReturnType<Engine['evaluate']> {
+    const { hidden, entry } = this.policy.lookup(name);
+    if (hidden) return { verdict: 'deny', rule: hidden, message: `Tool "${ctx.tool}" is not available.`, entry: null };
+    if (!entry) {
+      if (this.policy.default === 'deny') return { verdict: 'deny', rule: '(default)', message: `Tool "${ctx.tool}" is not available.`, entry: null };
+    } else if (entry.action === 'deny') {
+      return { verdict: 'deny', rule: `${entry.pointer}/action`, message: entry.onDeny ?? `Tool "${ctx.tool}" is blocked by policy.`, entry };
+    }
+    const all = this.policy.allTools;
+    for (const list of [entry?.require, all.require]) {
+      if (list) for (const r of list) if (!r.test(ctx)) return { verdict: 'deny', rule: r.pointer, message: r.message ?? `This call to "${ctx.tool}" does not meet a required condition (${r.pointer}).`, entry };
+    }
+    for (const list of [entry?.denyIf, all.denyIf]) {
+      if (list) for (const r of list) if (r.test(ctx)) return { verdict: 'deny', rule: r.pointer, message: r.message ?? `This call to "${ctx.tool}" is denied by policy (${r.pointer}).`, entry };
+    }
+    if (entry) {
+      if (entry.action === 'approve') return { verdict: 'approve', rule: `${entry.pointer}/action`, message: `"${ctx.tool}" needs human approval.`, entry, approval: entry.approval };
+      for (const r of entry.approveIf) {
+        if (r.test(ctx)) return { verdict: 'approve', rule: r.pointer, message: r.message ?? `This call to "${ctx.tool}" needs human approval.`, entry, approval: entry.approval };
+      }
+    }
+    return { verdict: 'allow', rule: entry ? entry.pointer : '(default)', entry };
+  }
+
+  private scopeKey(limit: CompiledLimit, ctx: CallContext): string {
+    switch (limit.scope) {
+      case 'grant': return `grant\x1f${ctx.server.name}\x1f${ctx.grant.label}`;
+      case 'session': return `session\x1f${ctx.server.name}\x1f${ctx.session.id}`;
+      case 'server': return `server\x1f${ctx.server.name}`;
+      case 'global': return 'global';
+    }
+  }
+
+  /** The counter increments a call needs, or a denial when an increment argument is unusable. */
+  charges(entry: CompiledEntry | null, ctx: CallContext): Charge[] | Decision {
+    const list = this.limitList(entry);
+    if (list.length === 0) return NO_CHARGES;
+    const out: Charge[] = new Array(list.length);
+    for (let i = 0; i < list.length; i++) {
+      const l = list[i];
+      let amount = 1;
+      if (l.increment) {
+        const raw = getPath(ctx.args, l.increment.steps);
+        amount = raw === MISSING ? NaN : toNumber(raw);
+        if (!Number.isFinite(amount) || amount < 0) {
+          return deny(l.pointer, `This call needs ${l.increment.path} as a non-negative number (it counts against the "${l.counter}" limit).`);
+        }
+      }
+      const { start, end } = windowBounds(l.seconds, ctx.now);
+      out[i] = { key: `${l.counter}\x1f${l.seconds}\x1f${start}\x1f${this.scopeKey(l, ctx)}`, amount, max: l.max, expiresAt: end };
+    }
+    return out;
+  }
+
+  /** The entry's limits then all_tools'; the index of a failed charge indexes this list. */
+  private limitList(entry: CompiledEntry | null): CompiledLimit[] {
+    const all = this.policy.allTools.limits;
+    if (!entry || entry.limits.length === 0) return all;
+    return all.length === 0 ? entry.limits : [...entry.limits, ...all];
+  }
+
+  /** The whole decision order, including the kill switch and the atomic reservation of every limit. */
+  async decide(ctx: CallContext, aliases: readonly string[] = []): Promise<Decision> {
+    if (this.flags) {
+      let killed: string | null;
+      try {
+        killed = await this.flags.killedFor(ctx.server.name);
+      } catch {
+        killed = this.failOpen ? null : 'unknown';
+      }
+      if (killed !== null) return deny('(kill-switch)', 'The kill switch is on: no tool calls are forwarded until an operator turns it off.');
+    }
+    const enforced = !this.shadow;
+    const e = this.evaluate(ctx, aliases);
+    if (e.verdict !== 'allow') {
+      return { verdict: e.verdict, rule: e.rule, message: e.message, retryAfterSeconds: null, enforced, charges: NO_CHARGES, approval: e.approval };
+    }
+    const charges = this.charges(e.entry, ctx);
+    if (!Array.isArray(charges)) return { ...charges, enforced };
+    if (charges.length === 0) return { verdict: 'allow', rule: e.rule, retryAfterSeconds: null, enforced, charges };
+    let failed: number;
+    try {
+      failed = await this.counters.reserve(charges, ctx.now);
+    } catch (err) {
+      if (this.failOpen) return { verdict: 'allow', rule: e.rule, retryAfterSeconds: null, enforced, charges: NO_CHARGES };
+      return { ...deny('(state-store)', `Limits cannot be checked right now (state store error: ${(err as Error).message}); the call was not forwarded.`), enforced };
+    }
+    if (failed >= 0) {
+      const limit = this.limitList(e.entry)[failed];
+      const retry = Math.max(1, Math.ceil((charges[failed].expiresAt - ctx.now) / 1000));
+      const what = limit.increment ? `a total of ${limit.max}` : `${limit.max} call${limit.max === 1 ? '' : 's'}`;
+      const message = limit.message ?? `Limit reached: ${what} per ${describeWindow(limit.seconds)} ("${limit.counter}", per ${limit.scope}). Try again in ${retry} s.`;
+      return { verdict: 'deny', rule: limit.pointer, message, retryAfterSeconds: retry, enforced, charges: NO_CHARGES };
+    }
+    return { verdict: 'allow', rule: e.rule, retryAfterSeconds: null, enforced, charges };
+  }
+
+  /** Commits (ok) or rolls back (not ok) the reservation a decision took. */
+  async settle(decision: Decision, ok: boolean): Promise<void> {
+    if (!ok && decision.charges.length > 0) {
+      const charges = decision.charges;
+      decision.charges = NO_CHARGES;
+      await this.counters.release(charges);
+    }
+  }
+}

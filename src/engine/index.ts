@@ -1,0 +1,6 @@
+export { CompiledPolicy, durationMs } from './compile.js';
+export type { CompiledEntry, Lookup } from './compile.js';
+export type { CallContext } from './conditions.js';
+export { Engine } from './decide.js';
+export type { Decision, EngineOptions, Verdict } from './decide.js';
+export { isPlainAscii, skeleton } from './names.js';

@@ -1,0 +1,97 @@
+import { RE2JS } from 're2js';
+import type { Condition } from './schema.js';
+import { parseIncrementPath, parsePath } from './paths.js';
+
+export interface PolicyIssue {
+  pointer: string;
+  message: string;
+  line?: number;
+  column?: number;
+}
+
+export function pointerOf(path: readonly PropertyKey[]): string {
+  if (path.length === 0) return '';
+  return '/' + path.map((p) => String(p).replace(/~/g, '~0').replace(/\//g, '~1')).join('/');
+}
+
+const NUMERIC_OPS = new Set(['lt', 'lte', 'gt', 'gte']);
+const STRING_OPS = new Set(['starts_with', 'ends_with', 'regex']);
+const LENGTH_OPS = new Set(['len_lte', 'len_gte']);
+
+export function isNumeric(v: unknown): boolean {
+  return (typeof v === 'number' && Number.isFinite(v)) || (typeof v === 'string' && v.trim() !== '' && Number.isFinite(Number(v)));
+}
+
+/** Compiles a policy regex with RE2 (linear time: no catastrophic backtracking on any input). */
+export function compileRegex(source: string): RE2JS {
+  return RE2JS.compile(source);
+}
+
+function checkCondition(c: Condition, at: (string | number)[], out: PolicyIssue[]): void {
+  const parsed = parsePath(c.path);
+  if (typeof parsed === 'string') out.push({ pointer: pointerOf([...at, 'path']), message: parsed });
+  const v = c.value;
+  const vp = pointerOf([...at, 'value']);
+  if (c.op === 'exists') {
+    if (v !== undefined && typeof v !== 'boolean') out.push({ pointer: vp, message: 'exists takes true or false' });
+    return;
+  }
+  if (v === undefined) {
+    out.push({ pointer: pointerOf(at), message: `operator "${c.op}" needs a value` });
+  } else if (c.op === 'in' || c.op === 'not_in') {
+    if (!Array.isArray(v)) out.push({ pointer: vp, message: `operator "${c.op}" takes a list` });
+  } else if (NUMERIC_OPS.has(c.op) || LENGTH_OPS.has(c.op)) {
+    if (!isNumeric(v)) out.push({ pointer: vp, message: `operator "${c.op}" takes a number` });
+  } else if (STRING_OPS.has(c.op)) {
+    if (typeof v !== 'string') out.push({ pointer: vp, message: `operator "${c.op}" takes a string` });
+    else if (c.op === 'regex') {
+      try {
+        compileRegex(v);
+      } catch (err) {
+        out.push({ pointer: vp, message: `invalid regex (RE2 syntax, no backreferences or lookaround): ${(err as Error).message}` });
+      }
+    }
+  }
+}
+
+const list = (v: unknown): Record<string, unknown>[] =>
+  Array.isArray(v) ? v.map((x) => (x && typeof x === 'object' ? (x as Record<string, unknown>) : {})) : [];
+
+function checkRules(rules: unknown, at: (string | number)[], out: PolicyIssue[]): void {
+  list(rules).forEach((rule, i) =>
+    list(rule.conditions).forEach((c, j) => {
+      if (typeof c.path === 'string' && typeof c.op === 'string') checkCondition(c as Condition, [...at, i, 'conditions', j], out);
+    }),
+  );
+}
+
+function checkLimits(limits: unknown, at: (string | number)[], out: PolicyIssue[]): void {
+  list(limits).forEach((l, i) => {
+    if (typeof l.increment_from === 'string') {
+      const r = parseIncrementPath(l.increment_from);
+      if (typeof r === 'string') out.push({ pointer: pointerOf([...at, i, 'increment_from']), message: r });
+    }
+  });
+}
+
+function checkSection(section: unknown, at: string[], out: PolicyIssue[]): void {
+  if (!section || typeof section !== 'object') return;
+  const s = section as Record<string, unknown>;
+  for (const key of ['require', 'deny_if', 'approve_if']) checkRules(s[key], [...at, key], out);
+  checkLimits(s.limits, [...at, 'limits'], out);
+}
+
+/**
+ * Checks what the schema cannot: paths, operator/value pairs, regexes, increment paths. It reads
+ * the raw document defensively so that these errors are reported together with schema errors.
+ */
+export function checkPolicy(raw: unknown): PolicyIssue[] {
+  const out: PolicyIssue[] = [];
+  if (!raw || typeof raw !== 'object') return out;
+  const doc = raw as Record<string, unknown>;
+  if (doc.tools && typeof doc.tools === 'object') {
+    for (const [name, entry] of Object.entries(doc.tools)) checkSection(entry, ['tools', name], out);
+  }
+  checkSection(doc.all_tools, ['all_tools'], out);
+  return out;
+}

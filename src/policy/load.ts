@@ -1,0 +1,105 @@
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { isMap, isScalar, LineCounter, parseDocument, type Document } from 'yaml';
+import type { z } from 'zod';
+import { checkPolicy, pointerOf, type PolicyIssue } from './check.js';
+import { PolicySchema, type Policy } from './schema.js';
+
+export type LoadResult =
+  | { ok: true; policy: Policy; hash: string }
+  | { ok: false; issues: PolicyIssue[] };
+
+/** Walks the YAML/JSON document to the node at `path` to give an issue its line and column. */
+function locate(doc: Document, lines: LineCounter, path: readonly PropertyKey[], key?: string): { line: number; column: number } | undefined {
+  let node: unknown = doc.contents;
+  const steps = key === undefined ? path : [...path, key];
+  for (let i = 0; i < steps.length; i++) {
+    const step = steps[i];
+    if (isMap(node)) {
+      const pair = node.items.find((p) => isScalar(p.key) && String(p.key.value) === String(step));
+      if (!pair) break;
+      node = i === steps.length - 1 && key !== undefined ? pair.key : pair.value;
+    } else if (node && typeof node === 'object' && 'items' in node && Array.isArray((node as { items: unknown[] }).items)) {
+      const next = (node as { items: unknown[] }).items[Number(step)];
+      if (next === undefined) break;
+      node = next;
+    } else break;
+  }
+  const range = (node as { range?: [number, number, number] } | null)?.range;
+  if (!range) return undefined;
+  const pos = lines.linePos(range[0]);
+  return { line: pos.line, column: pos.col };
+}
+
+function zodIssues(error: z.ZodError, doc: Document, lines: LineCounter): PolicyIssue[] {
+  const out: PolicyIssue[] = [];
+  for (const issue of error.issues) {
+    if (issue.code === 'unrecognized_keys') {
+      for (const key of issue.keys) {
+        out.push({ pointer: pointerOf([...issue.path, key]), message: `unknown field "${key}"`, ...locate(doc, lines, issue.path, key) });
+      }
+      continue;
+    }
+    let message = issue.message;
+    if (issue.code === 'invalid_value' && 'values' in issue) message = `must be one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}`;
+    out.push({ pointer: pointerOf(issue.path), message, ...locate(doc, lines, issue.path) });
+  }
+  return out;
+}
+
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return '[' + value.map(canonicalJson).join(',') + ']';
+  if (value && typeof value === 'object') {
+    const keys = Object.keys(value).sort();
+    return '{' + keys.map((k) => JSON.stringify(k) + ':' + canonicalJson((value as Record<string, unknown>)[k])).join(',') + '}';
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+export function sha256(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}
+
+/** Validates an already-parsed policy object (no source positions). */
+export function validatePolicyObject(value: unknown): LoadResult {
+  return parsePolicyText(JSON.stringify(value ?? null));
+}
+
+/** Parses and validates policy text (JSON or YAML: JSON is parsed as YAML 1.2 to get positions). */
+export function parsePolicyText(text: string): LoadResult {
+  const lines = new LineCounter();
+  const doc = parseDocument(text, { lineCounter: lines, uniqueKeys: true, prettyErrors: false });
+  if (doc.errors.length > 0) {
+    return {
+      ok: false,
+      issues: doc.errors.map((e) => {
+        const pos = e.linePos?.[0];
+        return { pointer: '', message: e.message.split('\n')[0], ...(pos ? { line: pos.line, column: pos.col } : {}) };
+      }),
+    };
+  }
+  const raw = doc.toJS({ maxAliasCount: 100 });
+  const parsed = PolicySchema.safeParse(raw);
+  const issues = parsed.success ? [] : zodIssues(parsed.error, doc, lines);
+  for (const issue of checkPolicy(raw)) {
+    const path = issue.pointer.split('/').slice(1).map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
+    issues.push({ ...issue, ...locate(doc, lines, path) });
+  }
+  if (!parsed.success || issues.length > 0) return { ok: false, issues };
+  return { ok: true, policy: parsed.data, hash: sha256(canonicalJson(parsed.data)).slice(0, 16) };
+}
+
+export function loadPolicyFile(file: string): LoadResult {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    return { ok: false, issues: [{ pointer: '', message: `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}` }] };
+  }
+  return parsePolicyText(text);
+}
+
+export function formatIssue(file: string, issue: PolicyIssue): string {
+  const where = issue.line !== undefined ? `${file}:${issue.line}:${issue.column}` : file;
+  return `${where}: ${issue.pointer || '/'}: ${issue.message}`;
+}

@@ -1,0 +1,100 @@
+import { z } from 'zod';
+
+/**
+ * The policy document, version "1" (SPEC section 2). This one zod schema is the source of the
+ * TypeScript types, the runtime validation and the published JSON Schema (`toolgate policy schema`).
+ * Objects are strict: a misspelt key in a security policy must be an error, not silently ignored.
+ */
+
+export const OPERATORS = [
+  'eq', 'neq', 'in', 'not_in', 'lt', 'lte', 'gt', 'gte', 'regex',
+  'contains', 'starts_with', 'ends_with', 'exists', 'len_lte', 'len_gte',
+] as const;
+export type Operator = (typeof OPERATORS)[number];
+
+export const WINDOWS = ['second', 'minute', 'hour', 'day'] as const;
+export const SCOPES = ['grant', 'session', 'server', 'global'] as const;
+export const APPROVAL_CHANNELS = ['dashboard', 'cli', 'api', 'webhook', 'client'] as const;
+
+export const ConditionSchema = z.strictObject({
+  path: z.string().min(1).describe('args.<dot.path> (with [n] and [*]), tool.name, grant.label, grant.tags, session.id, session.client, server.name, time.hour_utc or time.weekday'),
+  op: z.enum(OPERATORS),
+  value: z.unknown().describe('What the value at path is compared with; for exists, true (default) or false'),
+});
+
+export const RuleSchema = z.strictObject({
+  conditions: z.array(ConditionSchema).default([]),
+  on_deny: z.string().optional().describe('Message the agent reads when this item denies the call'),
+});
+
+export const ApproveRuleSchema = z.strictObject({
+  conditions: z.array(ConditionSchema).default([]),
+  reason: z.string().optional().describe('Why the call needs approval, shown to the approver'),
+});
+
+export const WindowSchema = z.union([
+  z.enum(WINDOWS),
+  z.number().int().positive().describe('Window length in seconds'),
+], { error: 'window must be "second", "minute", "hour", "day" or a whole number of seconds' });
+
+export const LimitSchema = z.strictObject({
+  counter: z.string().min(1).describe('Counter name; limits with the same counter, window and scope share one count'),
+  window: WindowSchema,
+  max: z.number().nonnegative(),
+  scope: z.enum(SCOPES).default('grant'),
+  increment_from: z.string().optional().describe('args.<path> to a number added to the counter instead of 1 (spend caps)'),
+  on_deny: z.string().optional(),
+});
+
+export const DurationSchema = z.string().regex(/^\d+(ms|s|m|h|d)$/, 'a duration such as "30s", "5m", "1h"');
+
+export const ApprovalSchema = z.strictObject({
+  timeout: DurationSchema.default('5m'),
+  via: z.array(z.enum(APPROVAL_CHANNELS)).optional(),
+});
+
+export const ToolEntrySchema = z.strictObject({
+  description: z.string().optional(),
+  action: z.enum(['allow', 'deny', 'approve']).default('allow'),
+  on_deny: z.string().optional(),
+  require: z.array(RuleSchema).default([]),
+  deny_if: z.array(RuleSchema).default([]),
+  approve_if: z.array(ApproveRuleSchema).default([]),
+  approval: ApprovalSchema.optional(),
+  limits: z.array(LimitSchema).default([]),
+});
+
+export const AllToolsSchema = z.strictObject({
+  require: z.array(RuleSchema).default([]),
+  deny_if: z.array(RuleSchema).default([]),
+  limits: z.array(LimitSchema).default([]),
+});
+
+export const PolicySchema = z.strictObject({
+  $schema: z.string().optional(),
+  version: z.literal('1'),
+  description: z.string().optional(),
+  default: z.enum(['allow', 'deny']).default('deny').describe('What happens to a tool with no entry under tools'),
+  mode: z.enum(['enforce', 'shadow']).default('enforce'),
+  hide: z.array(z.string().min(1)).default([]),
+  all_tools: AllToolsSchema.optional(),
+  pins: z.strictObject({ on_change: z.enum(['warn', 'block']).default('warn') }).optional(),
+  tools: z.record(z.string().min(1), ToolEntrySchema).default({}),
+});
+
+export type Policy = z.output<typeof PolicySchema>;
+export type PolicyInput = z.input<typeof PolicySchema>;
+export type ToolEntry = z.output<typeof ToolEntrySchema>;
+export type Limit = z.output<typeof LimitSchema>;
+export type Rule = z.output<typeof RuleSchema>;
+export type ApproveRule = z.output<typeof ApproveRuleSchema>;
+export type Condition = z.output<typeof ConditionSchema>;
+
+export function policyJsonSchema(): Record<string, unknown> {
+  const schema = z.toJSONSchema(PolicySchema, { io: 'input' }) as Record<string, unknown>;
+  return {
+    ...schema,
+    $id: 'https://toolgate.dev/schema/policy-v1.json',
+    title: 'Toolgate policy (version 1)',
+  };
+}

@@ -1,0 +1,34 @@
+import { isAbsolute, join, resolve } from 'node:path';
+import { openMemoryState } from './memory.js';
+import { openSqliteState } from './sqlite.js';
+import type { StateStore } from './types.js';
+
+export type { Charge, CounterStore, FlagStore, KillScope, KillSwitchState, StateStore } from './types.js';
+export { openDatabase } from './sqlite.js';
+
+export class StateError extends Error {}
+
+/**
+ * Opens the state store a DSN names: `memory:`, `sqlite:PATH` (relative to `base`), or a bare path
+ * ending in .db. Redis (`redis://`) is the fleet store and arrives with the gateway.
+ */
+export function openState(dsn: string, base = process.cwd()): StateStore {
+  if (dsn === 'memory:' || dsn === 'memory') return openMemoryState();
+  if (dsn.startsWith('sqlite:') || dsn.endsWith('.db')) {
+    const path = dsn.startsWith('sqlite:') ? dsn.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '') : dsn;
+    if (!path) throw new StateError('sqlite state needs a path, e.g. sqlite:./state.db');
+    return openSqliteState(path === ':memory:' ? path : isAbsolute(path) ? path : resolve(base, path));
+  }
+  if (dsn.startsWith('redis://') || dsn.startsWith('rediss://')) {
+    throw new StateError(`Redis state (${dsn.split('@').pop()}) is not supported by this build yet; use sqlite:PATH or memory:`);
+  }
+  throw new StateError(`unknown state DSN "${dsn}": use memory:, sqlite:PATH or redis://HOST:PORT/DB`);
+}
+
+export function toolgateHome(): string {
+  return process.env.TOOLGATE_HOME || join(process.env.HOME || process.cwd(), '.toolgate');
+}
+
+export function defaultStateDsn(): string {
+  return `sqlite:${join(toolgateHome(), 'state.db')}`;
+}

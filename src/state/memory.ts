@@ -1,0 +1,71 @@
+import type { Charge, CounterStore, FlagStore, KillScope, KillSwitchState, StateStore } from './types.js';
+
+interface Cell { value: number; expiresAt: number }
+
+/** Counters in this process only. Single-threaded JS makes check-then-take atomic. */
+export class MemoryCounterStore implements CounterStore {
+  private cells = new Map<string, Cell>();
+  private sweepAt = 0;
+
+  private current(key: string, now: number): number {
+    const cell = this.cells.get(key);
+    return cell && cell.expiresAt > now ? cell.value : 0;
+  }
+
+  reserveSync(charges: readonly Charge[], now: number): number {
+    for (let i = 0; i < charges.length; i++) {
+      const c = charges[i];
+      let pending = c.amount;
+      for (let j = 0; j < i; j++) if (charges[j].key === c.key) pending += charges[j].amount;
+      if (this.current(c.key, now) + pending > c.max) return i;
+    }
+    for (const c of charges) {
+      const cell = this.cells.get(c.key);
+      if (cell && cell.expiresAt > now) cell.value += c.amount;
+      else this.cells.set(c.key, { value: c.amount, expiresAt: c.expiresAt });
+    }
+    if (now >= this.sweepAt) this.sweep(now);
+    return -1;
+  }
+
+  async reserve(charges: readonly Charge[], now: number): Promise<number> {
+    return this.reserveSync(charges, now);
+  }
+
+  async release(charges: readonly Charge[]): Promise<void> {
+    for (const c of charges) {
+      const cell = this.cells.get(c.key);
+      if (cell) cell.value = Math.max(0, cell.value - c.amount);
+    }
+  }
+
+  async value(key: string, now: number): Promise<number> {
+    return this.current(key, now);
+  }
+
+  private sweep(now: number): void {
+    this.sweepAt = now + 60_000;
+    for (const [key, cell] of this.cells) if (cell.expiresAt <= now) this.cells.delete(key);
+  }
+}
+
+export class MemoryFlagStore implements FlagStore {
+  private switches = new Map<KillScope, KillSwitchState>();
+
+  async killedFor(server: string): Promise<KillScope | null> {
+    if (this.switches.get('*')?.on) return '*';
+    return this.switches.get(server)?.on ? server : null;
+  }
+
+  async setKillSwitch(scope: KillScope, on: boolean, reason?: string): Promise<void> {
+    this.switches.set(scope, { scope, on, reason, at: new Date().toISOString() });
+  }
+
+  async listKillSwitches(): Promise<KillSwitchState[]> {
+    return [...this.switches.values()];
+  }
+}
+
+export function openMemoryState(): StateStore {
+  return { kind: 'memory', counters: new MemoryCounterStore(), flags: new MemoryFlagStore(), close: async () => {} };
+}

@@ -1,0 +1,44 @@
+/** One counter increment that a call needs. Keys are opaque to a store. */
+export interface Charge {
+  key: string;
+  amount: number;
+  max: number;
+  /** When the counter's window ends (ms since epoch): after that the key is dead. */
+  expiresAt: number;
+}
+
+/**
+ * Counters for limits. `reserve` takes every charge or none, atomically with respect to every
+ * other caller of the same store (threads, processes or instances, depending on the store).
+ */
+export interface CounterStore {
+  /** Returns -1 when every charge was taken, else the index of the first charge that would pass its max (nothing taken). */
+  reserve(charges: readonly Charge[], now: number): Promise<number>;
+  /** Gives back charges taken by reserve (the upstream answered with an error or was unreachable). */
+  release(charges: readonly Charge[]): Promise<void>;
+  value(key: string, now: number): Promise<number>;
+}
+
+export type KillScope = '*' | string;
+
+export interface KillSwitchState {
+  scope: KillScope;
+  on: boolean;
+  reason?: string;
+  at: string;
+}
+
+/** The kill switch: gateway-wide (`*`) or per server. Read on every call. */
+export interface FlagStore {
+  /** The scope that is on for this server (`*` wins), or null when calls may pass. */
+  killedFor(server: string): Promise<KillScope | null>;
+  setKillSwitch(scope: KillScope, on: boolean, reason?: string): Promise<void>;
+  listKillSwitches(): Promise<KillSwitchState[]>;
+}
+
+export interface StateStore {
+  readonly kind: 'memory' | 'sqlite';
+  readonly counters: CounterStore;
+  readonly flags: FlagStore;
+  close(): Promise<void>;
+}
