@@ -3,6 +3,7 @@ import { parseIncrementPath, type Step } from '../policy/paths.js';
 import type { ApproveRule, Limit, Policy, Rule, ToolEntry } from '../policy/schema.js';
 import { compileAll, type Predicate } from './conditions.js';
 import { globToRegExp, isGlob } from './glob.js';
+import { skeleton } from './names.js';
 import { windowSeconds } from './windows.js';
 
 export interface CompiledRule {
@@ -106,6 +107,8 @@ export class CompiledPolicy {
   private readonly globs: { re: RegExp; entry: CompiledEntry }[] = [];
   private readonly hide: { re: RegExp; pointer: string }[];
   private readonly cache = new Map<string, Lookup>();
+  private bySkeleton?: Map<string, string[]>;
+  private readonly similarCache = new Map<string, readonly string[]>();
 
   constructor(readonly policy: Policy, readonly hash: string) {
     this.default = policy.default;
@@ -145,8 +148,24 @@ export class CompiledPolicy {
     return this.lookup(name).hidden !== null;
   }
 
-  /** Names under `tools` and in `hide`, for look-alike checks. */
-  names(): string[] {
-    return [...this.exact.keys(), ...this.policy.hide.filter((h) => !isGlob(h))];
+  /**
+   * Names that a lenient server could take `name` for, other than `name` itself: its skeleton,
+   * and the policy's tool and hide names with the same skeleton.
+   */
+  lookalikes(name: string): readonly string[] {
+    const cached = this.similarCache.get(name);
+    if (cached) return cached;
+    if (!this.bySkeleton) {
+      this.bySkeleton = new Map();
+      for (const key of [...Object.keys(this.policy.tools), ...this.policy.hide]) {
+        const sk = skeleton(key);
+        this.bySkeleton.set(sk, [...(this.bySkeleton.get(sk) ?? []), key]);
+      }
+    }
+    const sk = skeleton(name);
+    const result = [sk, ...(this.bySkeleton.get(sk) ?? [])].filter((n, i, all) => n !== name && all.indexOf(n) === i);
+    if (this.similarCache.size >= LOOKUP_CACHE_MAX) this.similarCache.clear();
+    this.similarCache.set(name, result);
+    return result;
   }
 }

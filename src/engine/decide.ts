@@ -1,7 +1,6 @@
 import type { Charge, CounterStore, FlagStore } from '../state/types.js';
 import type { CompiledEntry, CompiledLimit, CompiledPolicy } from './compile.js';
 import { getPath, MISSING, toNumber, type CallContext } from './conditions.js';
-import { skeleton } from './names.js';
 import { windowBounds } from './windows.js';
 
 export type Verdict = 'allow' | 'deny' | 'approve';
@@ -80,9 +79,9 @@ export class Engine {
    */
   evaluate(ctx: CallContext, aliases: readonly string[] = []): { verdict: Verdict; rule: string; message?: string; entry: CompiledEntry | null; approval?: Decision['approval'] } {
     let best = this.evaluateName(ctx, ctx.tool);
-    const sk = skeleton(ctx.tool);
-    const others = sk === ctx.tool ? aliases : [sk, ...aliases];
-    for (const name of others) {
+    const similar = this.policy.lookalikes(ctx.tool);
+    if (aliases.length === 0 && similar.length === 0) return best;
+    for (const name of new Set([...similar, ...aliases])) {
       if (name === ctx.tool) continue;
       const r = this.evaluateName({ ...ctx, tool: name }, name);
       if (RANK[r.verdict] > RANK[best.verdict]) best = { ...r, entry: best.entry };

@@ -3,3 +3,4 @@ export type { Policy, PolicyInput, ToolEntry, Limit, Rule, Condition } from './s
 export { loadPolicyFile, parsePolicyText, validatePolicyObject, formatIssue, canonicalJson, sha256 } from './load.js';
 export type { LoadResult } from './load.js';
 export type { PolicyIssue } from './check.js';
+export { watchPolicyFile } from './watch.js';

@@ -1,0 +1,72 @@
+import { existsSync } from 'node:fs';
+import type { Command } from 'commander';
+import { AuditLog, type AuditRow } from '../audit/index.js';
+import { auditFile, CliError, parseSince, printJson, type StateFlags } from './common.js';
+
+interface AuditFlags extends StateFlags {
+  json?: boolean;
+  since?: string;
+  decision?: string;
+  tool?: string;
+  server?: string;
+  grant?: string;
+  session?: string;
+  client?: string;
+  limit: string;
+}
+
+function openAudit(flags: StateFlags): AuditLog {
+  const file = auditFile(flags);
+  if (!existsSync(file)) throw new CliError(`no audit log at ${file}: run toolgate first, or point --audit at the file`);
+  return new AuditLog(file);
+}
+
+function line(r: AuditRow): string {
+  const who = [r.server, r.grant_label, r.client].filter(Boolean).join(' ');
+  if (r.kind !== 'call') return `${r.ts} ${r.kind.padEnd(11)} ${who} ${r.message ?? ''}`.trimEnd();
+  const outcome = r.outcome ? ` → ${r.outcome}${r.latency_ms !== null ? ` ${r.latency_ms}ms` : ''}` : '';
+  return `${r.ts} ${(r.decision ?? '').padEnd(11)} ${r.tool} ${r.rule ?? ''} (${who})${outcome}${r.decision !== 'allow' && r.message ? `: ${r.message}` : ''}`;
+}
+
+export function registerAudit(program: Command): void {
+  const audit = program
+    .command('audit')
+    .description('query the audit log')
+    .option('--since <duration>', 'only rows newer than this, e.g. 15m, 1h, 7d')
+    .option('--decision <d>', 'allow, deny, shadow_deny, approved, rejected, timeout, error')
+    .option('--tool <name>')
+    .option('--server <name>')
+    .option('--grant <label>')
+    .option('--session <id>')
+    .option('--client <name>')
+    .option('--limit <n>', 'at most this many rows (newest)', '1000')
+    .option('--audit <file>', 'audit log file (default: TOOLGATE_HOME/audit.db)')
+    .option('--json', 'print JSON only')
+    .action((flags: AuditFlags) => {
+      const log = openAudit(flags);
+      const limit = Number(flags.limit);
+      if (!Number.isInteger(limit) || limit <= 0) throw new CliError('--limit must be a positive whole number');
+      const rows = log.query({
+        sinceMs: flags.since ? parseSince(flags.since) : undefined,
+        decision: flags.decision, tool: flags.tool, server: flags.server, grant: flags.grant,
+        session: flags.session, client: flags.client, limit,
+      });
+      log.close();
+      if (flags.json) printJson(rows.map((r) => ({ ...r, arg_keys: r.arg_keys ? JSON.parse(r.arg_keys) : null })));
+      else for (const r of rows) process.stdout.write(line(r) + '\n');
+    });
+
+  audit
+    .command('verify')
+    .description('check the hash chain: exit 1 if a row was edited or deleted')
+    .option('--audit <file>', 'audit log file (default: TOOLGATE_HOME/audit.db)')
+    .option('--json', 'print JSON only')
+    .action((flags: StateFlags & { json?: boolean }, cmd: Command) => {
+      const log = openAudit({ ...cmd.parent?.opts(), ...flags });
+      const result = log.verify();
+      log.close();
+      if (flags.json) printJson(result);
+      else process.stdout.write(result.ok ? `audit log intact: ${result.rows} rows\n` : `audit log TAMPERED: ${result.problem}\n`);
+      if (!result.ok) process.exitCode = 1;
+    });
+}

@@ -1,0 +1,33 @@
+import { join, resolve } from 'node:path';
+import { defaultStateDsn, toolgateHome } from '../state/index.js';
+
+/** An error the user can act on: one line, no stack, and the exit code to leave with. */
+export class CliError extends Error {
+  constructor(message: string, readonly code = 2) {
+    super(message);
+  }
+}
+
+export interface StateFlags {
+  state?: string;
+  audit?: string;
+}
+
+export function stateDsn(flags: StateFlags): string {
+  return flags.state ?? process.env.TOOLGATE_STATE ?? defaultStateDsn();
+}
+
+export function auditFile(flags: StateFlags): string {
+  return resolve(flags.audit ?? process.env.TOOLGATE_AUDIT ?? join(toolgateHome(), 'audit.db'));
+}
+
+export function printJson(value: unknown): void {
+  process.stdout.write(JSON.stringify(value, null, 2) + '\n');
+}
+
+/** "90s", "15m", "1h", "7d" → milliseconds. */
+export function parseSince(text: string): number {
+  const m = /^(\d+)(s|m|h|d)$/.exec(text);
+  if (!m) throw new CliError(`invalid duration "${text}": use a number and s, m, h or d, e.g. 1h or 7d`);
+  return Number(m[1]) * { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] as 's']!;
+}

@@ -1,0 +1,102 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import type { Command } from 'commander';
+import { CompiledPolicy, Engine } from '../engine/index.js';
+import { formatIssue, loadPolicyFile, policyJsonSchema, validatePolicyObject } from '../policy/index.js';
+import { importInterceptPolicy } from '../policy/import-intercept.js';
+import { openMemoryState } from '../state/memory.js';
+import { CliError, printJson } from './common.js';
+
+interface JsonFlag { json?: boolean }
+
+export function registerPolicy(program: Command): void {
+  const policy = program.command('policy').description('validate, explain, import and describe policies');
+
+  policy
+    .command('validate')
+    .description('check policy files; every error with its JSON pointer (and line:column)')
+    .argument('<files...>')
+    .option('--json', 'print JSON only')
+    .action((files: string[], flags: JsonFlag) => {
+      const report = files.map((file) => ({ file, ...loadPolicyFile(file) }));
+      const failed = report.some((r) => !r.ok);
+      if (flags.json) {
+        printJson(report.map((r) => (r.ok ? { file: r.file, valid: true, hash: r.hash } : { file: r.file, valid: false, errors: r.issues })));
+      } else {
+        for (const r of report) {
+          if (r.ok) process.stdout.write(`${r.file}: valid (${Object.keys(r.policy.tools).length} tool entries, default ${r.policy.default}, ${r.policy.mode})\n`);
+          else for (const issue of r.issues) process.stdout.write(formatIssue(r.file, issue) + '\n');
+        }
+      }
+      if (failed) process.exitCode = 1;
+    });
+
+  policy
+    .command('schema')
+    .description('print the policy JSON Schema (draft 2020-12)')
+    .option('--json', 'print JSON only (the default)')
+    .action(() => { printJson(policyJsonSchema()); });
+
+  policy
+    .command('import')
+    .description('convert an Intercept YAML policy into a toolgate policy')
+    .argument('<file>')
+    .option('-o, --output <file>', 'write the policy here instead of stdout')
+    .option('--json', 'print {"policy", "notes"} as JSON')
+    .action((file: string, flags: JsonFlag & { output?: string }) => {
+      let text: string;
+      try { text = readFileSync(file, 'utf8'); } catch (err) { throw new CliError(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code}`); }
+      let result;
+      try { result = importInterceptPolicy(text); } catch (err) { throw new CliError(`${file}: ${(err as Error).message}`, 1); }
+      const check = validatePolicyObject(result.policy);
+      if (!check.ok) for (const issue of check.issues) result.notes.push(`the converted policy is invalid at ${issue.pointer}: ${issue.message}`);
+      const out = JSON.stringify(result.policy, null, 2) + '\n';
+      if (flags.output) writeFileSync(flags.output, out);
+      if (flags.json) printJson({ policy: result.policy, notes: result.notes });
+      else {
+        if (!flags.output) process.stdout.write(out);
+        for (const note of result.notes) process.stderr.write(`note: ${note}\n`);
+      }
+      if (!check.ok) process.exitCode = 1;
+    });
+
+  policy
+    .command('explain')
+    .description('show the decision a policy makes for one call, and the rule that makes it')
+    .argument('<file>')
+    .requiredOption('--tool <name>', 'tool name')
+    .option('--args <json>', 'arguments as a JSON object', '{}')
+    .option('--grant <label>', 'grant label', 'local')
+    .option('--tags <list>', 'grant tags, comma-separated', '')
+    .option('--client <name>', 'client name (clientInfo.name)')
+    .option('--server <name>', 'server name', 'server')
+    .option('--json', 'print JSON only')
+    .action(async (file: string, flags: JsonFlag & { tool: string; args: string; grant: string; tags: string; client?: string; server: string }) => {
+      const loaded = loadPolicyFile(file);
+      if (!loaded.ok) throw new CliError(`invalid policy ${formatIssue(file, loaded.issues[0])}`, 1);
+      let args: unknown;
+      try { args = JSON.parse(flags.args); } catch { throw new CliError('--args is not valid JSON'); }
+      if (args === null || typeof args !== 'object' || Array.isArray(args)) throw new CliError('--args must be a JSON object');
+      const state = openMemoryState();
+      const engine = new Engine({ policy: new CompiledPolicy(loaded.policy, loaded.hash), counters: state.counters });
+      const d = await engine.decide({
+        tool: flags.tool,
+        args: args as Record<string, unknown>,
+        grant: { label: flags.grant, tags: flags.tags ? flags.tags.split(',').map((t) => t.trim()) : [] },
+        session: { id: 'explain', client: flags.client },
+        server: { name: flags.server },
+        now: Date.now(),
+      });
+      const result = {
+        tool: flags.tool, verdict: d.verdict, rule: d.rule, message: d.message ?? null,
+        mode: engine.shadow ? 'shadow' : 'enforce',
+        limits: d.charges.map((c) => ({ counter: c.key.split('\x1f')[0], increment: c.amount, max: c.max })),
+        ...(d.approval ? { approval: d.approval } : {}),
+      };
+      if (flags.json) printJson(result);
+      else {
+        process.stdout.write(`${d.verdict.toUpperCase()} by ${d.rule}${d.message ? `: ${d.message}` : ''}\n`);
+        for (const l of result.limits) process.stdout.write(`  counts ${l.increment} against "${l.counter}" (max ${l.max} per window)\n`);
+        if (!d.enforced) process.stdout.write('  (shadow mode: the call would be forwarded anyway)\n');
+      }
+    });
+}

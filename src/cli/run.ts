@@ -1,0 +1,82 @@
+import type { Command } from 'commander';
+import { createLogger } from '../log.js';
+import { runProxy, RunError, type UpstreamSpec } from '../proxy/run.js';
+import { StateError } from '../state/index.js';
+import { auditFile, CliError, stateDsn } from './common.js';
+
+interface RunFlags {
+  policy?: string;
+  grant: string;
+  state?: string;
+  audit?: string;
+  auditArgs?: boolean;
+  shadow?: boolean;
+  failOpen?: boolean;
+  upstream?: string;
+  header: string[];
+  name?: string;
+}
+
+function parseHeader(text: string, all: string[]): string[] {
+  return [...all, text];
+}
+
+export function registerRun(program: Command): void {
+  program
+    .command('run')
+    .description('wrap one MCP server: stdio client ↔ toolgate ↔ stdio child (after --) or HTTP server (--upstream)')
+    .option('-p, --policy <file>', 'policy file (JSON or YAML)')
+    .option('--grant <label>', 'grant label the calls count against', 'local')
+    .option('--state <dsn>', 'counter state: sqlite:PATH or memory: (default: sqlite under TOOLGATE_HOME)')
+    .option('--audit <file>', 'audit log SQLite file (default: TOOLGATE_HOME/audit.db)')
+    .option('--audit-args', 'store argument values (secrets masked) in the audit log')
+    .option('--shadow', 'decide and log, but forward every call')
+    .option('--fail-open', 'allow limited calls when the state store fails (default: deny them)')
+    .option('--upstream <url>', 'a Streamable HTTP (or SSE) MCP server instead of a command')
+    .option('--header <header>', "header for the upstream, 'Name: value' (repeatable)", parseHeader, [])
+    .option('--name <server>', 'server name used in counters, conditions and the audit log')
+    .option('--json', 'accepted for uniformity; logs are always JSON lines on stderr')
+    .argument('[command...]', 'the MCP server command and its arguments, after --')
+    .passThroughOptions()
+    .action(async (command: string[], flags: RunFlags) => {
+      if (!flags.policy) {
+        throw new CliError('toolgate run needs a policy: -p POLICY.json (write one with the reference in docs/policy.md, or check it with toolgate policy validate)');
+      }
+      let upstream: UpstreamSpec;
+      if (flags.upstream) {
+        if (command.length > 0) throw new CliError('give either --upstream URL or -- COMMAND, not both');
+        let url: URL;
+        try { url = new URL(flags.upstream); } catch { throw new CliError(`--upstream is not a URL: ${flags.upstream}`); }
+        if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new CliError('--upstream must be an http:// or https:// URL');
+        const headers: Record<string, string> = {};
+        for (const h of flags.header) {
+          const i = h.indexOf(':');
+          if (i <= 0) throw new CliError(`--header must look like 'Name: value', got a value without a colon`);
+          headers[h.slice(0, i).trim()] = h.slice(i + 1).trim();
+        }
+        upstream = { url: url.toString(), headers };
+      } else {
+        if (command.length === 0) throw new CliError('nothing to run: give the server command after --, e.g. toolgate run -p policy.json -- npx -y @modelcontextprotocol/server-everything');
+        upstream = { command: command[0], args: command.slice(1) };
+      }
+      try {
+        const code = await runProxy({
+          policyFile: flags.policy,
+          upstream,
+          grant: flags.grant,
+          stateDsn: stateDsn(flags),
+          auditFile: auditFile(flags),
+          auditArgs: flags.auditArgs,
+          shadow: flags.shadow,
+          failOpen: flags.failOpen,
+          serverName: flags.name,
+          log: createLogger(),
+        });
+        await new Promise<void>((r) => process.stdout.write('', () => r()));
+        process.exit(code);
+      } catch (err) {
+        if (err instanceof RunError || err instanceof StateError) throw new CliError(err.message);
+        throw err;
+      }
+    });
+}

@@ -1,0 +1,140 @@
+import { randomUUID } from 'node:crypto';
+import { constants } from 'node:os';
+import { basename } from 'node:path';
+import type { Readable, Writable } from 'node:stream';
+import { AuditLog } from '../audit/index.js';
+import { CompiledPolicy, Engine } from '../engine/index.js';
+import type { Logger } from '../log.js';
+import { formatIssue, loadPolicyFile, watchPolicyFile } from '../policy/index.js';
+import { openState } from '../state/index.js';
+import { readLines } from './lines.js';
+import { errorResponse, INVALID_REQUEST, type Json } from './messages.js';
+import { PolicySession } from './session.js';
+import { HttpUpstream } from './upstream-http.js';
+import { StdioUpstream } from './upstream-stdio.js';
+import type { Upstream } from './upstream.js';
+
+export type UpstreamSpec = { command: string; args: string[] } | { url: string; headers: Record<string, string> };
+
+export interface RunOptions {
+  policyFile: string;
+  upstream: UpstreamSpec;
+  grant: string;
+  stateDsn: string;
+  auditFile: string;
+  auditArgs?: boolean;
+  shadow?: boolean;
+  failOpen?: boolean;
+  serverName?: string;
+  log: Logger;
+  stdin?: Readable;
+  stdout?: Writable;
+}
+
+export class RunError extends Error {}
+
+/** A stable name for the wrapped server: the npm package it runs, else the command, else the URL's host and path. */
+export function deriveServerName(upstream: UpstreamSpec): string {
+  if ('url' in upstream) {
+    const u = new URL(upstream.url);
+    return `${u.host}${u.pathname === '/' ? '' : u.pathname}`;
+  }
+  for (const arg of upstream.args) {
+    const installed = /node_modules\/((?:@[\w.-]+\/)?[\w.-]+)\//.exec(arg);
+    if (installed) return installed[1];
+    if (!arg.startsWith('-') && /^(@[\w.-]+\/)?[\w.-]*(mcp|server)[\w.-]*(@[\w.^~-]+)?$/i.test(arg)) return arg.replace(/(?!^)@[^/]*$/, '');
+  }
+  return basename(upstream.command);
+}
+
+function loadCompiled(file: string): CompiledPolicy {
+  const result = loadPolicyFile(file);
+  if (!result.ok) {
+    const more = result.issues.length > 1 ? ` (and ${result.issues.length - 1} more: run toolgate policy validate ${file})` : '';
+    throw new RunError(`invalid policy ${formatIssue(file, result.issues[0])}${more}`);
+  }
+  return new CompiledPolicy(result.policy, result.hash);
+}
+
+/**
+ * `toolgate run`: the MCP client on our stdin/stdout, one upstream server, one policy session.
+ * Resolves with the exit code to pass on (the child's own, or 128+signal).
+ */
+export async function runProxy(opts: RunOptions): Promise<number> {
+  const { log } = opts;
+  const policy = loadCompiled(opts.policyFile);
+  const state = openState(opts.stateDsn);
+  const audit = new AuditLog(opts.auditFile);
+  const engine = new Engine({ policy, counters: state.counters, flags: state.flags, failOpen: opts.failOpen, shadow: opts.shadow });
+  const serverName = opts.serverName ?? deriveServerName(opts.upstream);
+  const stdin = opts.stdin ?? process.stdin;
+  const stdout = opts.stdout ?? process.stdout;
+
+  let upstream: Upstream;
+  let exited: Promise<number>;
+  // An HTTP upstream has no exit code: 0 when the client hung up, 1 when the server went away.
+  let httpDone: (code: number) => void = () => {};
+  if ('command' in opts.upstream) {
+    const child = new StdioUpstream({ command: opts.upstream.command, args: opts.upstream.args, env: process.env, log });
+    upstream = child;
+    exited = child.exited.then(({ code, signal }) => (signal ? 128 + (constants.signals[signal] ?? 0) : code ?? 0));
+  } else {
+    upstream = new HttpUpstream({ url: new URL(opts.upstream.url), headers: opts.upstream.headers, log });
+    exited = new Promise((resolve) => { httpDone = resolve; });
+  }
+
+  const session = new PolicySession({
+    engine,
+    audit,
+    auditArgs: opts.auditArgs,
+    identity: { sessionId: randomUUID(), serverName, grant: { label: opts.grant, tags: [] } },
+    log,
+    toClient: (m) => { stdout.write(JSON.stringify(m) + '\n'); },
+    toServer: (m: Json) => { upstream.send(m).catch((err: Error) => session.deliveryFailed(m, err.message)); },
+  });
+  upstream.onmessage = (m) => session.fromServer(m);
+  const previousOnClose = upstream.onclose;
+  upstream.onclose = (reason) => {
+    previousOnClose?.(reason);
+    session.upstreamClosed(reason);
+    httpDone(1);
+  };
+
+  const mode = engine.shadow ? 'shadow' : 'enforce';
+  log.info({ server: serverName, policy: opts.policyFile, policyHash: policy.hash, mode, grant: opts.grant }, 'toolgate run: policy loaded');
+  audit.append({ kind: 'start', server: serverName, grant: opts.grant, policyHash: policy.hash, message: `run (${mode})` });
+
+  const stopWatching = watchPolicyFile(opts.policyFile, (result) => {
+    if (!result.ok) {
+      log.error(`policy reload rejected, keeping the previous policy: ${formatIssue(opts.policyFile, result.issues[0])}`);
+      return;
+    }
+    if (result.hash === engine.current.hash) return;
+    engine.setPolicy(new CompiledPolicy(result.policy, result.hash));
+    audit.append({ kind: 'policy_reload', server: serverName, policyHash: result.hash, message: opts.policyFile });
+    log.info({ policyHash: result.hash }, 'policy reloaded');
+  });
+
+  readLines(
+    stdin,
+    (line) => session.fromClientLine(line),
+    () => stdout.write(JSON.stringify(errorResponse(null, INVALID_REQUEST, 'Message too large: it was dropped')) + '\n'),
+  );
+  const hangUp = (code: number) => upstream.close().then(() => httpDone(code));
+  stdin.on('end', () => { void hangUp(0); });
+
+  const forward = (signal: NodeJS.Signals) => {
+    if (upstream instanceof StdioUpstream) upstream.child.kill(signal);
+    else void hangUp(128 + (constants.signals[signal] ?? 0));
+  };
+  const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
+  for (const s of signals) process.on(s, forward);
+
+  const code = await exited;
+  for (const s of signals) process.off(s, forward);
+  stopWatching();
+  stdin.pause();
+  await state.close();
+  audit.close();
+  return code;
+}

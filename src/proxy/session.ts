@@ -1,0 +1,291 @@
+import type { Logger } from 'pino';
+import type { AuditLog, AuditRef } from '../audit/index.js';
+import { maskSecrets } from '../audit/index.js';
+import { skeleton, type CallContext, type Decision, type Engine } from '../engine/index.js';
+import { canonicalJson, sha256 } from '../policy/index.js';
+import {
+  badMethod, denialResult, depthExceeds, errorResponse, idKey, isObject, isValidId,
+  INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, type Id, type Json,
+} from './messages.js';
+
+export interface SessionIdentity {
+  sessionId: string;
+  serverName: string;
+  grant: { label: string; tags: readonly string[] };
+}
+
+export interface SessionOptions {
+  engine: Engine;
+  identity: SessionIdentity;
+  audit?: AuditLog;
+  /** Store argument values (secrets masked) in the audit log, not only their keys and hash. */
+  auditArgs?: boolean;
+  log: Logger;
+  toClient(message: Json): void;
+  toServer(message: Json): void;
+  /** Largest accepted nesting depth of tools/call arguments. */
+  maxDepth?: number;
+  now?: () => number;
+}
+
+interface Pending {
+  method: string;
+  started: number;
+  decision?: Decision;
+  audit?: AuditRef;
+}
+
+const APPROVAL_UNAVAILABLE = 'approvals are not available in this toolgate yet, so the call was not forwarded';
+
+/**
+ * One client session: every message from the client passes `fromClient`, every message from the
+ * server passes `fromServer`. Only tools/call requests and tools/list answers are acted on;
+ * everything else is forwarded as parsed, so what the server receives is what was checked.
+ */
+export class PolicySession {
+  clientName?: string;
+  private readonly pending = new Map<string, Pending>();
+  private readonly knownTools = new Map<string, string[]>();
+  private queue: Promise<void> = Promise.resolve();
+  private closed = false;
+  private readonly now: () => number;
+
+  constructor(private readonly opts: SessionOptions) {
+    this.now = opts.now ?? Date.now;
+  }
+
+  get inFlight(): number {
+    return this.pending.size;
+  }
+
+  /** One line of client input (stdio framing). Order is kept: each message is handled after the one before. */
+  fromClientLine(line: string): void {
+    let message: unknown;
+    try {
+      message = JSON.parse(line);
+    } catch {
+      this.opts.toClient(errorResponse(null, PARSE_ERROR, 'Parse error: the line is not valid JSON'));
+      return;
+    }
+    this.fromClient(message);
+  }
+
+  fromClient(message: unknown): void {
+    this.queue = this.queue.then(() => this.handleClient(message)).catch((err: Error) => {
+      this.opts.log.error({ err: err.message }, 'failed to handle a client message');
+    });
+  }
+
+  private reject(id: Id | null, code: number, message: string): void {
+    this.opts.toClient(errorResponse(id, code, message));
+  }
+
+  private async handleClient(message: unknown): Promise<void> {
+    if (Array.isArray(message)) {
+      this.reject(null, INVALID_REQUEST, 'JSON-RPC batches are not supported: send one message per line');
+      return;
+    }
+    if (!isObject(message) || message.jsonrpc !== '2.0') {
+      this.reject(null, INVALID_REQUEST, 'Invalid request: expected a JSON-RPC 2.0 object');
+      return;
+    }
+    const hasId = Object.hasOwn(message, 'id');
+    if (!Object.hasOwn(message, 'method')) {
+      // A response to a server→client request (sampling, elicitation, roots, ping).
+      if (hasId && (Object.hasOwn(message, 'result') || Object.hasOwn(message, 'error'))) this.opts.toServer(message);
+      else this.reject(null, INVALID_REQUEST, 'Invalid request: no method, result or error');
+      return;
+    }
+    const { method } = message;
+    const id = hasId ? message.id : undefined;
+    if (hasId && !isValidId(id)) {
+      this.reject(null, INVALID_REQUEST, 'Invalid request: id must be a string or a number');
+      return;
+    }
+    const replyId = (id as Id | undefined) ?? null;
+    if (typeof method !== 'string' || Object.hasOwn(message, 'result') || Object.hasOwn(message, 'error')) {
+      if (hasId) this.reject(replyId, INVALID_REQUEST, 'Invalid request: method must be a string, without result or error');
+      return;
+    }
+    const bad = badMethod(method);
+    if (bad) {
+      if (hasId) this.reject(replyId, INVALID_REQUEST, `Invalid request: ${bad}`);
+      else this.opts.log.warn({ method: JSON.stringify(method) }, 'dropped a notification with a malformed method');
+      return;
+    }
+    if (!hasId) {
+      if (method === 'tools/call') {
+        this.opts.log.warn('dropped a tools/call sent as a notification (no id): it would bypass the policy');
+        return;
+      }
+      if (method === 'notifications/cancelled') this.cancelled(message.params);
+      this.opts.toServer(message);
+      return;
+    }
+    const key = idKey(id as Id);
+    if (this.pending.has(key)) {
+      this.reject(replyId, INVALID_REQUEST, `Invalid request: id ${JSON.stringify(id)} is already in use by a request in flight`);
+      return;
+    }
+    if (this.closed) {
+      this.reject(replyId, INTERNAL_ERROR, 'The upstream MCP server is not running');
+      return;
+    }
+    if (method === 'initialize' && isObject(message.params) && isObject(message.params.clientInfo) && typeof message.params.clientInfo.name === 'string') {
+      this.clientName = message.params.clientInfo.name;
+    }
+    if (method === 'tools/call') {
+      await this.toolsCall(id as Id, key, message);
+      return;
+    }
+    this.pending.set(key, { method, started: this.now() });
+    this.opts.toServer(message);
+  }
+
+  private context(tool: string, args: Record<string, unknown>): CallContext {
+    const { identity } = this.opts;
+    return {
+      tool,
+      args,
+      grant: identity.grant,
+      session: { id: identity.sessionId, client: this.clientName },
+      server: { name: identity.serverName },
+      now: this.now(),
+    };
+  }
+
+  private record(ctx: CallContext, decision: string, rule: string, message?: string): AuditRef | undefined {
+    const { audit, identity, auditArgs, engine } = this.opts;
+    if (!audit) return undefined;
+    return audit.append({
+      kind: 'call',
+      server: identity.serverName,
+      grant: identity.grant.label,
+      session: identity.sessionId,
+      client: this.clientName,
+      tool: ctx.tool,
+      decision: decision as never,
+      rule,
+      message,
+      argKeys: Object.keys(ctx.args),
+      argsSha256: sha256(canonicalJson(ctx.args)),
+      args: auditArgs ? JSON.stringify(maskSecrets(ctx.args)) : undefined,
+      policyHash: engine.current.hash,
+    });
+  }
+
+  private async toolsCall(id: Id, key: string, message: Json): Promise<void> {
+    const params = message.params;
+    if (!isObject(params) || typeof params.name !== 'string') {
+      this.reject(id, INVALID_PARAMS, 'Invalid params: tools/call needs params.name as a string');
+      return;
+    }
+    const args = params.arguments ?? {};
+    if (!isObject(args)) {
+      this.reject(id, INVALID_PARAMS, 'Invalid params: tools/call arguments must be an object');
+      return;
+    }
+    if (depthExceeds(args, this.opts.maxDepth ?? 64)) {
+      this.reject(id, INVALID_PARAMS, 'Invalid params: arguments are nested too deeply');
+      return;
+    }
+    const ctx = this.context(params.name, args);
+    // Reserve the id before awaiting the decision, so a second request with this id is refused.
+    const pending: Pending = { method: 'tools/call', started: ctx.now };
+    this.pending.set(key, pending);
+    const decision = await this.opts.engine.decide(ctx, this.knownTools.get(skeleton(params.name)) ?? []);
+    if (decision.verdict !== 'allow' && decision.enforced) {
+      this.pending.delete(key);
+      const approval = decision.verdict === 'approve';
+      const text = approval ? `${decision.message} ${APPROVAL_UNAVAILABLE[0].toUpperCase()}${APPROVAL_UNAVAILABLE.slice(1)}.` : decision.message!;
+      this.record(ctx, 'deny', decision.rule, text);
+      this.opts.log.debug({ tool: ctx.tool, rule: decision.rule }, 'denied');
+      this.opts.toClient(denialResult(id, text, decision.rule, decision.retryAfterSeconds));
+      return;
+    }
+    if (this.closed) {
+      this.pending.delete(key);
+      await this.opts.engine.settle(decision, false);
+      this.reject(id, INTERNAL_ERROR, 'The upstream MCP server is not running');
+      return;
+    }
+    const shadowDeny = decision.verdict !== 'allow';
+    pending.decision = decision;
+    pending.audit = this.record(ctx, shadowDeny ? 'shadow_deny' : 'allow', decision.rule, decision.message);
+    this.opts.toServer(message);
+  }
+
+  private cancelled(params: unknown): void {
+    if (!isObject(params) || !isValidId(params.requestId)) return;
+    const key = idKey(params.requestId);
+    const pending = this.pending.get(key);
+    if (!pending) return;
+    this.pending.delete(key);
+    // The call may already have had its effect upstream, so its reservation stands.
+    this.finish(pending, 'cancelled', true);
+  }
+
+  private finish(pending: Pending, outcome: string, ok: boolean): void {
+    if (pending.decision) void this.opts.engine.settle(pending.decision, ok).catch((err: Error) => this.opts.log.error({ err: err.message }, 'could not release a reservation'));
+    if (pending.audit) this.opts.audit?.finish(pending.audit, outcome, this.now() - pending.started);
+  }
+
+  fromServer(message: unknown): void {
+    if (!isObject(message)) {
+      this.opts.toClient(message as Json);
+      return;
+    }
+    const isResponse = !Object.hasOwn(message, 'method') && isValidId(message.id);
+    const pending = isResponse ? this.pending.get(idKey(message.id as Id)) : undefined;
+    if (!pending) {
+      this.opts.toClient(message);
+      return;
+    }
+    this.pending.delete(idKey(message.id as Id));
+    if (pending.method === 'tools/list' && isObject(message.result) && Array.isArray(message.result.tools)) {
+      message = { ...message, result: { ...message.result, tools: this.filterTools(message.result.tools) } };
+    }
+    this.opts.toClient(message as Json);
+    if (pending.method === 'tools/call') {
+      const failed = Object.hasOwn(message as Json, 'error');
+      const result = (message as Json).result;
+      this.finish(pending, failed ? 'error' : isObject(result) && result.isError === true ? 'is_error' : 'result', !failed);
+    }
+  }
+
+  /** Removes hidden tools (under their own name and their skeleton) and remembers the rest for look-alike checks. */
+  private filterTools(tools: unknown[]): unknown[] {
+    const policy = this.opts.engine.current;
+    return tools.filter((tool) => {
+      if (!isObject(tool) || typeof tool.name !== 'string') return true;
+      const name = tool.name;
+      if (policy.isHidden(name) || policy.isHidden(skeleton(name))) return false;
+      const sk = skeleton(name);
+      const names = this.knownTools.get(sk) ?? [];
+      if (!names.includes(name)) this.knownTools.set(sk, [...names, name]);
+      return true;
+    });
+  }
+
+  /** A message could not be delivered upstream: its request, if any, fails now instead of hanging. */
+  deliveryFailed(message: Json, reason: string): void {
+    if (!isValidId(message.id) || Object.hasOwn(message, 'result') || Object.hasOwn(message, 'error')) return;
+    const key = idKey(message.id);
+    const pending = this.pending.get(key);
+    if (!pending) return;
+    this.pending.delete(key);
+    this.finish(pending, 'unreachable', false);
+    this.reject(message.id, INTERNAL_ERROR, `The upstream MCP server could not be reached: ${reason}`);
+  }
+
+  /** The upstream is gone: every request in flight gets a clear error, reservations are rolled back. */
+  upstreamClosed(reason: string): void {
+    this.closed = true;
+    for (const [key, pending] of this.pending) {
+      this.pending.delete(key);
+      const id: Id = key[0] === 'n' ? Number(key.slice(1)) : key.slice(1);
+      this.finish(pending, 'unreachable', false);
+      this.reject(id, INTERNAL_ERROR, `The upstream MCP server is unavailable: ${reason}`);
+    }
+  }
+}

@@ -1,0 +1,69 @@
+import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
+import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import type { Logger } from 'pino';
+import type { Json } from './messages.js';
+import type { Upstream } from './upstream.js';
+
+export interface HttpUpstreamOptions {
+  url: URL;
+  headers: Record<string, string>;
+  log: Logger;
+}
+
+/**
+ * A remote MCP server over Streamable HTTP, falling back to the legacy SSE transport when the
+ * first POST is refused with 404 or 405 (the backwards-compatibility rule of the MCP spec).
+ * Uses the SDK's client transports; messages are passed through as parsed.
+ */
+export class HttpUpstream implements Upstream {
+  onmessage?: (message: unknown) => void;
+  onclose?: (reason: string) => void;
+  private transport: Transport;
+  private queue: Promise<void> = Promise.resolve();
+  private first = true;
+  private closing = false;
+
+  constructor(private readonly opts: HttpUpstreamOptions) {
+    this.transport = this.attach(new StreamableHTTPClientTransport(opts.url, { requestInit: { headers: opts.headers } }));
+  }
+
+  private attach(t: Transport): Transport {
+    t.onmessage = (m) => this.onmessage?.(m);
+    t.onerror = (err) => this.opts.log.warn({ err: err.message }, 'upstream transport error');
+    t.onclose = () => { if (!this.closing) this.onclose?.('the connection to the upstream server closed'); };
+    return t;
+  }
+
+  /** Sends in order; a rejected promise means this message did not reach the server. */
+  send(message: Json): Promise<void> {
+    const sent = this.queue.then(() => this.deliver(message));
+    this.queue = sent.catch(() => {});
+    return sent;
+  }
+
+  private async deliver(message: Json): Promise<void> {
+    if (!this.first) return this.transport.send(message as JSONRPCMessage);
+    this.first = false;
+    try {
+      await this.transport.start();
+      await this.transport.send(message as JSONRPCMessage);
+    } catch (err) {
+      if (!(err instanceof StreamableHTTPError) || (err.code !== 404 && err.code !== 405)) throw err;
+      this.opts.log.info('the upstream refused Streamable HTTP; trying the legacy SSE transport');
+      this.transport.onclose = undefined;
+      await this.transport.close().catch(() => {});
+      this.transport = this.attach(new SSEClientTransport(this.opts.url, { requestInit: { headers: this.opts.headers } }));
+      await this.transport.start();
+      await this.transport.send(message as JSONRPCMessage);
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closing = true;
+    const t = this.transport as Transport & { terminateSession?: () => Promise<void> };
+    await t.terminateSession?.().catch(() => {});
+    await t.close().catch(() => {});
+  }
+}

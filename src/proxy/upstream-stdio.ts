@@ -1,0 +1,71 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import type { Logger } from 'pino';
+import { readLines } from './lines.js';
+import type { Json } from './messages.js';
+import type { Upstream } from './upstream.js';
+
+export interface StdioUpstreamOptions {
+  command: string;
+  args: string[];
+  /** The child's whole environment. `toolgate run` passes its own, as the MCP client set it. */
+  env: NodeJS.ProcessEnv;
+  cwd?: string;
+  log: Logger;
+}
+
+/** An MCP server as a child process speaking newline-delimited JSON; its stderr passes through. */
+export class StdioUpstream implements Upstream {
+  readonly child: ChildProcess;
+  onmessage?: (message: unknown) => void;
+  onclose?: (reason: string) => void;
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+
+  constructor(opts: StdioUpstreamOptions) {
+    this.child = spawn(opts.command, opts.args, { env: opts.env, cwd: opts.cwd, stdio: ['pipe', 'pipe', 'inherit'] });
+    this.exited = new Promise((resolve) => {
+      this.child.on('error', (err: NodeJS.ErrnoException) => {
+        const reason = err.code === 'ENOENT' ? `command not found: ${opts.command}` : err.message;
+        opts.log.error({ command: opts.command }, `cannot start the MCP server: ${reason}`);
+        this.onclose?.(reason);
+        resolve({ code: 127, signal: null });
+      });
+      this.child.on('exit', (code, signal) => {
+        this.onclose?.(signal ? `the server process was killed by ${signal}` : `the server process exited with code ${code}`);
+        resolve({ code, signal });
+      });
+    });
+    this.child.stdin!.on('error', () => { /* the exit handler reports a dead child */ });
+    readLines(
+      this.child.stdout!,
+      (line) => {
+        let message: unknown;
+        try {
+          message = JSON.parse(line);
+        } catch {
+          opts.log.warn('the MCP server wrote a line that is not JSON to stdout; it was not passed on');
+          return;
+        }
+        this.onmessage?.(message);
+      },
+      () => opts.log.warn('the MCP server sent a message over the size limit; it was dropped'),
+    );
+  }
+
+  send(message: Json): Promise<void> {
+    if (!this.child.stdin?.writable) return Promise.reject(new Error('the server process is not running'));
+    this.child.stdin.write(JSON.stringify(message) + '\n');
+    return Promise.resolve();
+  }
+
+  /** MCP stdio shutdown: close stdin, wait, then SIGTERM, then SIGKILL. */
+  async close(graceMs = 2000): Promise<void> {
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
+    this.child.stdin?.end();
+    const timeout = (ms: number) => new Promise((r) => setTimeout(r, ms).unref());
+    if (await Promise.race([this.exited.then(() => true), timeout(graceMs).then(() => false)])) return;
+    this.child.kill('SIGTERM');
+    if (await Promise.race([this.exited.then(() => true), timeout(graceMs).then(() => false)])) return;
+    this.child.kill('SIGKILL');
+    await this.exited;
+  }
+}

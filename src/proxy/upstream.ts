@@ -1,0 +1,11 @@
+import type { Json } from './messages.js';
+
+/** Where a session's messages go: a child process, or a remote Streamable HTTP or SSE server. */
+export interface Upstream {
+  /** Resolves when handed over; rejects when the message could not be delivered. */
+  send(message: Json): Promise<void>;
+  onmessage?: (message: unknown) => void;
+  /** The upstream is gone for good (process exited, connection failed). */
+  onclose?: (reason: string) => void;
+  close(): Promise<void>;
+}
