@@ -73,8 +73,8 @@ export function parsePolicyText(text: string): LoadResult {
     return {
       ok: false,
       issues: doc.errors.map((e) => {
-        const pos = e.linePos?.[0];
-        return { pointer: '', message: e.message.split('\n')[0], ...(pos ? { line: pos.line, column: pos.col } : {}) };
+        const pos = lines.linePos(e.pos[0]);
+        return { pointer: '', message: e.message.split('\n')[0], line: pos.line, column: pos.col };
       }),
     };
   }

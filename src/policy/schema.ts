@@ -19,7 +19,7 @@ export const APPROVAL_CHANNELS = ['dashboard', 'cli', 'api', 'webhook', 'client'
 export const ConditionSchema = z.strictObject({
   path: z.string().min(1).describe('args.<dot.path> (with [n] and [*]), tool.name, grant.label, grant.tags, session.id, session.client, server.name, time.hour_utc or time.weekday'),
   op: z.enum(OPERATORS),
-  value: z.unknown().describe('What the value at path is compared with; for exists, true (default) or false'),
+  value: z.unknown().optional().describe('What the value at path is compared with; for exists, true (default) or false'),
 });
 
 export const RuleSchema = z.strictObject({

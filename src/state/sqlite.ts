@@ -20,7 +20,7 @@ export function openDatabase(file: string): Database.Database {
 /** Counters in one SQLite file, shared by every process that opens it. */
 export class SqliteCounterStore implements CounterStore {
   private readonly get: Database.Statement<[string], { value: number; expires_at: number }>;
-  private readonly add: Database.Statement<[string, number, number, number]>;
+  private readonly add: Database.Statement<[{ key: string; amount: number; expiresAt: number; now: number }]>;
   private readonly sub: Database.Statement<[number, string]>;
   private readonly sweepStmt: Database.Statement<[number]>;
   private readonly reserveTx: (charges: readonly Charge[], now: number) => number;
@@ -30,9 +30,9 @@ export class SqliteCounterStore implements CounterStore {
     db.exec(`CREATE TABLE IF NOT EXISTS counters (
       key TEXT PRIMARY KEY, value REAL NOT NULL, expires_at INTEGER NOT NULL) WITHOUT ROWID`);
     this.get = db.prepare('SELECT value, expires_at FROM counters WHERE key = ?');
-    this.add = db.prepare(`INSERT INTO counters (key, value, expires_at) VALUES (?1, ?2, ?3)
+    this.add = db.prepare(`INSERT INTO counters (key, value, expires_at) VALUES (@key, @amount, @expiresAt)
       ON CONFLICT (key) DO UPDATE SET
-        value = CASE WHEN counters.expires_at > ?4 THEN counters.value + excluded.value ELSE excluded.value END,
+        value = CASE WHEN counters.expires_at > @now THEN counters.value + excluded.value ELSE excluded.value END,
         expires_at = excluded.expires_at`);
     this.sub = db.prepare('UPDATE counters SET value = max(0, value - ?) WHERE key = ?');
     this.sweepStmt = db.prepare('DELETE FROM counters WHERE expires_at <= ?');
@@ -45,7 +45,7 @@ export class SqliteCounterStore implements CounterStore {
         for (let j = 0; j < i; j++) if (charges[j].key === c.key) pending += charges[j].amount;
         if (this.current(c.key, now) + pending > c.max) return i;
       }
-      for (const c of charges) this.add.run(c.key, c.amount, c.expiresAt, now);
+      for (const c of charges) this.add.run({ key: c.key, amount: c.amount, expiresAt: c.expiresAt, now });
       return -1;
     }).immediate;
   }

@@ -1,0 +1,344 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { CompiledPolicy, Engine, type CallContext } from '../src/engine/index.js';
+import { validatePolicyObject } from '../src/policy/index.js';
+import { MemoryCounterStore, MemoryFlagStore } from '../src/state/memory.js';
+import type { CounterStore } from '../src/state/types.js';
+
+function compile(policy: unknown): CompiledPolicy {
+  const r = validatePolicyObject(policy);
+  if (!r.ok) throw new Error(JSON.stringify(r.issues));
+  return new CompiledPolicy(r.policy, r.hash);
+}
+
+function engineFor(policy: unknown, opts: { counters?: CounterStore; flags?: MemoryFlagStore; failOpen?: boolean; shadow?: boolean } = {}) {
+  return new Engine({ policy: compile(policy), counters: opts.counters ?? new MemoryCounterStore(), flags: opts.flags, failOpen: opts.failOpen, shadow: opts.shadow });
+}
+
+const T0 = Date.UTC(2026, 10, 30, 12, 0, 10); // 12:00:10 UTC, a Monday
+
+function ctx(tool: string, args: Record<string, unknown> = {}, over: Partial<CallContext> = {}): CallContext {
+  return { tool, args, grant: { label: 'ci', tags: ['prod'] }, session: { id: 's1', client: 'claude-code' }, server: { name: 'stripe' }, now: T0, ...over };
+}
+
+const REFUNDS = {
+  version: '1',
+  default: 'deny',
+  hide: ['delete_*'],
+  all_tools: { limits: [{ counter: 'calls', window: 'minute', max: 120, scope: 'grant' }] },
+  tools: {
+    debugpy_session_status: {},
+    create_refund: {
+      require: [{ conditions: [{ path: 'args.reason', op: 'exists', value: true }], on_deny: 'Give a reason.' }],
+      deny_if: [{ conditions: [{ path: 'args.amount', op: 'gt', value: 10000 }], on_deny: 'Refunds over 100.00 are not allowed.' }],
+      approve_if: [{ conditions: [{ path: 'args.amount', op: 'gt', value: 2000 }] }],
+      limits: [{ counter: 'refund_total', window: 'day', max: 5000, scope: 'server', increment_from: 'args.amount' }],
+    },
+    drop_table: { action: 'deny', on_deny: 'Schema changes go through migrations.' },
+    'deploy_*': { action: 'approve', approval: { timeout: '10m' } },
+  },
+};
+
+describe('decision order', () => {
+  it('allows a listed tool and names its entry', async () => {
+    const d = await engineFor(REFUNDS).decide(ctx('debugpy_session_status'));
+    assert.equal(d.verdict, 'allow');
+    assert.equal(d.rule, '/tools/debugpy_session_status');
+  });
+
+  it('denies an unlisted tool under default deny, allows it under default allow', async () => {
+    assert.deepEqual(
+      (({ verdict, rule }) => ({ verdict, rule }))(await engineFor(REFUNDS).decide(ctx('whatever'))),
+      { verdict: 'deny', rule: '(default)' },
+    );
+    const d = await engineFor({ ...REFUNDS, default: 'allow' }).decide(ctx('whatever'));
+    assert.equal(d.verdict, 'allow');
+    assert.equal(d.rule, '(default)');
+  });
+
+  it('hide wins over an entry and does not confirm the tool exists', async () => {
+    const e = engineFor({ version: '1', default: 'allow', hide: ['delete_*'], tools: { delete_repo: {} } });
+    const d = await e.decide(ctx('delete_repo'));
+    assert.equal(d.rule, '/hide/0');
+    assert.equal(d.message, 'Tool "delete_repo" is not available.');
+    const unknown = await engineFor({ version: '1', default: 'deny' }).decide(ctx('delete_repo'));
+    assert.equal(unknown.message, d.message, 'a hidden tool reads like an unknown one');
+  });
+
+  it('"*" in hide hides everything', async () => {
+    const d = await engineFor({ version: '1', default: 'allow', hide: ['*'] }).decide(ctx('anything'));
+    assert.equal(d.rule, '/hide/0');
+  });
+
+  it('action deny uses its message', async () => {
+    const d = await engineFor(REFUNDS).decide(ctx('drop_table'));
+    assert.equal(d.verdict, 'deny');
+    assert.equal(d.rule, '/tools/drop_table/action');
+    assert.equal(d.message, 'Schema changes go through migrations.');
+  });
+
+  it('require, then deny_if, then approve_if, then limits', async () => {
+    const e = engineFor(REFUNDS);
+    let d = await e.decide(ctx('create_refund', { amount: 50000 }));
+    assert.equal(d.rule, '/tools/create_refund/require/0', 'require comes before deny_if');
+    assert.equal(d.message, 'Give a reason.');
+    d = await e.decide(ctx('create_refund', { amount: 50000, reason: 'x' }));
+    assert.equal(d.rule, '/tools/create_refund/deny_if/0');
+    d = await e.decide(ctx('create_refund', { amount: 3000, reason: 'x' }));
+    assert.equal(d.verdict, 'approve');
+    assert.equal(d.rule, '/tools/create_refund/approve_if/0');
+    d = await e.decide(ctx('create_refund', { amount: 1500, reason: 'x' }));
+    assert.equal(d.verdict, 'allow');
+    assert.deepEqual(d.charges.map((c) => c.amount), [1500, 1]);
+  });
+
+  it('action approve holds every call, with the entry\'s timeout', async () => {
+    const d = await engineFor(REFUNDS).decide(ctx('deploy_prod'));
+    assert.equal(d.verdict, 'approve');
+    assert.equal(d.rule, '/tools/deploy_*/action');
+    assert.deepEqual(d.approval, { timeoutMs: 600_000, via: ['dashboard', 'cli', 'api', 'webhook'] });
+  });
+
+  it('kill switch beats everything, gateway-wide or per server', async () => {
+    const flags = new MemoryFlagStore();
+    const e = engineFor(REFUNDS, { flags, shadow: true });
+    await flags.setKillSwitch('other', true);
+    assert.equal((await e.decide(ctx('debugpy_session_status'))).verdict, 'allow');
+    await flags.setKillSwitch('stripe', true);
+    const d = await e.decide(ctx('debugpy_session_status'));
+    assert.equal(d.rule, '(kill-switch)');
+    assert.equal(d.enforced, true, 'the kill switch is enforced even in shadow mode');
+    await flags.setKillSwitch('stripe', false);
+    await flags.setKillSwitch('*', true);
+    assert.equal((await e.decide(ctx('debugpy_session_status'))).rule, '(kill-switch)');
+  });
+
+  it('all_tools deny_if with no conditions always denies', async () => {
+    const d = await engineFor({ version: '1', default: 'allow', all_tools: { deny_if: [{ on_deny: 'maintenance' }] } }).decide(ctx('x'));
+    assert.equal(d.rule, '/all_tools/deny_if/0');
+    assert.equal(d.message, 'maintenance');
+  });
+
+  it('shadow mode decides but does not enforce', async () => {
+    const d = await engineFor({ ...REFUNDS, mode: 'shadow' }).decide(ctx('drop_table'));
+    assert.equal(d.verdict, 'deny');
+    assert.equal(d.enforced, false);
+  });
+});
+
+describe('tool name matching', () => {
+  const policy = {
+    version: '1', default: 'deny',
+    tools: { 'get_*': { limits: [{ counter: 'a', window: 'minute', max: 1 }] }, 'get_secret_*': { action: 'deny' }, get_secret_public: {}, 'g?t_x': {} },
+  };
+  it('an exact name beats a glob, a longer glob beats a shorter one', async () => {
+    const e = engineFor(policy);
+    assert.equal((await e.decide(ctx('get_secret_public'))).rule, '/tools/get_secret_public');
+    assert.equal((await e.decide(ctx('get_secret_key'))).rule, '/tools/get_secret_*/action');
+    assert.equal((await e.decide(ctx('get_weather'))).rule, '/tools/get_*');
+    assert.equal((await e.decide(ctx('got_x'))).rule, '/tools/g?t_x');
+  });
+
+  it('glob metacharacters other than * and ? are literal', async () => {
+    const e = engineFor({ version: '1', default: 'deny', tools: { 'a.b(c)': {}, 'x[1]': {} } });
+    assert.equal((await e.decide(ctx('a.b(c)'))).verdict, 'allow');
+    assert.equal((await e.decide(ctx('aXb(c)'))).verdict, 'deny');
+    assert.equal((await e.decide(ctx('x[1]'))).verdict, 'allow');
+  });
+
+  it('look-alike names are judged like the name they imitate', async () => {
+    const e = engineFor({ version: '1', default: 'allow', hide: ['delete_*'], tools: { drop_table: { action: 'deny' }, createPullRequest: { action: 'deny' } } });
+    for (const name of ['DELETE_ALL', 'delete\u200b_all', 'dеlete_all' /* Cyrillic е */, 'ｄｅｌｅｔｅ_all', ' delete_all', 'Drop_Table', 'createpullrequest', 'CREATEPULLREQUEST']) {
+      assert.equal((await e.decide(ctx(name))).verdict, 'deny', `${JSON.stringify(name)} must be denied`);
+    }
+    assert.equal((await e.decide(ctx('list_tables'))).verdict, 'allow');
+  });
+
+  it('known tool names with the same skeleton count as aliases', async () => {
+    const e = engineFor({ version: '1', default: 'allow', tools: { Delete_Repo: { action: 'deny' } } });
+    assert.equal((await e.decide(ctx('DELETE_REPO'), ['Delete_Repo'])).verdict, 'deny');
+  });
+});
+
+function cond(path: string, op: string, value?: unknown) {
+  return { version: '1', default: 'allow', tools: { t: { deny_if: [{ conditions: [{ path, op, ...(value === undefined ? {} : { value }) }] }] } } };
+}
+async function holds(path: string, op: string, value: unknown, args: Record<string, unknown>, over: Partial<CallContext> = {}): Promise<boolean> {
+  return (await engineFor(cond(path, op, value)).decide(ctx('t', args, over))).verdict === 'deny';
+}
+
+describe('conditions', () => {
+  it('compares numbers and numeric strings as numbers', async () => {
+    assert.equal(await holds('args.amount', 'gt', 100, { amount: '999' }), true);
+    assert.equal(await holds('args.amount', 'gt', 100, { amount: ' 1e5 ' }), true);
+    assert.equal(await holds('args.amount', 'gt', 100, { amount: '500abc' }), true);
+    assert.equal(await holds('args.amount', 'gt', 100, { amount: 99 }), false);
+    assert.equal(await holds('args.amount', 'lte', '100', { amount: 100 }), true);
+    assert.equal(await holds('args.amount', 'eq', 5, { amount: '5' }), true);
+    assert.equal(await holds('args.amount', 'in', [1, 2], { amount: '2' }), true);
+    assert.equal(await holds('args.amount', 'gt', 100, { amount: 'lots' }), false);
+  });
+
+  it('a missing path makes every operator but exists false', async () => {
+    for (const [op, value] of [['eq', 1], ['neq', 1], ['in', [1]], ['not_in', [1]], ['lt', 1], ['gt', 1], ['regex', '.*'], ['contains', 'a'], ['starts_with', ''], ['ends_with', ''], ['len_lte', 5], ['len_gte', 0]] as const) {
+      assert.equal(await holds('args.missing', op, value, {}), false, op);
+    }
+    assert.equal(await holds('args.missing', 'exists', false, {}), true);
+    assert.equal(await holds('args.missing', 'exists', true, {}), false);
+    assert.equal(await holds('args.here', 'exists', undefined, { here: null }), true);
+  });
+
+  it('string operators, regex, contains and lengths', async () => {
+    assert.equal(await holds('args.p', 'starts_with', '/etc', { p: '/etc/passwd' }), true);
+    assert.equal(await holds('args.p', 'ends_with', '.pem', { p: 'a/key.pem' }), true);
+    assert.equal(await holds('args.p', 'regex', '^feat/', { p: 'feat/x' }), true);
+    assert.equal(await holds('args.p', 'regex', '^feat/', { p: 'fix/x' }), false);
+    assert.equal(await holds('args.p', 'contains', 'DROP', { p: 'x; DROP TABLE' }), true);
+    assert.equal(await holds('args.l', 'contains', 'b', { l: ['a', 'b'] }), true);
+    assert.equal(await holds('args.l', 'len_gte', 3, { l: [1, 2, 3] }), true);
+    assert.equal(await holds('args.s', 'len_lte', 2, { s: 'héé' }), false);
+    assert.equal(await holds('args.c', 'not_in', ['usd', 'eur'], { c: 'gbp' }), true);
+    assert.equal(await holds('args.c', 'neq', 'usd', { c: 'usd' }), false);
+  });
+
+  it('walks nested paths, [n] and [*] (any element)', async () => {
+    const args = { items: [{ price: 5 }, { price: 500 }], matrix: [[1, 2], [3, 4]], meta: { owner: { name: 'root' } } };
+    assert.equal(await holds('args.items[*].price', 'gt', 100, args), true);
+    assert.equal(await holds('args.items[0].price', 'gt', 100, args), false);
+    assert.equal(await holds('args.items[1].price', 'gt', 100, args), true);
+    assert.equal(await holds('args.matrix[1][0]', 'eq', 3, args), true);
+    assert.equal(await holds('args.matrix[*][*]', 'eq', 4, args), true);
+    assert.equal(await holds('args.meta.owner.name', 'eq', 'root', args), true);
+    assert.equal(await holds('args.items[*].nope', 'exists', true, args), false);
+  });
+
+  it('reads only own properties: __proto__ and constructor in arguments are plain keys', async () => {
+    const args = JSON.parse('{"__proto__": {"path": "/safe"}}');
+    assert.equal(await holds('args.path', 'exists', true, args), false);
+    assert.equal(await holds('args.__proto__.path', 'eq', '/safe', args), true);
+    assert.equal(await holds('args.constructor', 'exists', true, {}), false);
+    assert.equal(await holds('args.toString', 'exists', true, {}), false);
+  });
+
+  it('context paths: grant, session, server, time', async () => {
+    assert.equal(await holds('grant.label', 'eq', 'ci', {}), true);
+    assert.equal(await holds('grant.tags', 'contains', 'prod', {}), true);
+    assert.equal(await holds('session.client', 'starts_with', 'claude', {}), true);
+    assert.equal(await holds('server.name', 'eq', 'stripe', {}), true);
+    assert.equal(await holds('tool.name', 'eq', 't', {}), true);
+    assert.equal(await holds('time.hour_utc', 'eq', 12, {}), true);
+    assert.equal(await holds('time.weekday', 'in', ['saturday', 'sunday'], {}), false);
+    assert.equal(await holds('time.weekday', 'eq', 'monday', {}), true);
+  });
+
+  it('regexes run in linear time on hostile input', async () => {
+    const e = engineFor(cond('args.s', 'regex', '^(a+)+$'));
+    const start = process.hrtime.bigint();
+    const d = await e.decide(ctx('t', { s: 'a'.repeat(100_000) + '!' }));
+    const ms = Number(process.hrtime.bigint() - start) / 1e6;
+    assert.equal(d.verdict, 'allow');
+    assert.ok(ms < 2000, `took ${ms} ms`);
+  });
+});
+
+describe('limits', () => {
+  const limited = (limit: object, extra: object = {}) => ({ version: '1', default: 'allow', tools: { t: { limits: [limit] } }, ...extra });
+
+  it('allows exactly max calls per window, then says when the window resets', async () => {
+    const e = engineFor(limited({ counter: 'c', window: 'minute', max: 3 }));
+    for (let i = 0; i < 3; i++) assert.equal((await e.decide(ctx('t'))).verdict, 'allow');
+    const d = await e.decide(ctx('t'));
+    assert.equal(d.verdict, 'deny');
+    assert.equal(d.rule, '/tools/t/limits/0');
+    assert.equal(d.retryAfterSeconds, 50, 'T0 is 12:00:10, the minute window resets at 12:01:00');
+    assert.equal((await e.decide(ctx('t', {}, { now: Date.UTC(2026, 10, 30, 12, 1, 0) }))).verdict, 'allow', 'a new UTC minute starts at :00');
+  });
+
+  it('windows: second, hour, day and N seconds, aligned to UTC', async () => {
+    for (const [window, reset] of [['second', 1], ['hour', 3590], ['day', 12 * 3600 - 10], [30, 20]] as const) {
+      const e = engineFor(limited({ counter: 'c', window, max: 1 }));
+      await e.decide(ctx('t'));
+      assert.equal((await e.decide(ctx('t'))).retryAfterSeconds, reset, String(window));
+    }
+  });
+
+  it('scopes: grant, session, server and global count separately', async () => {
+    const other = { grant: { label: 'other', tags: [] } };
+    const counters = new MemoryCounterStore();
+    const grant = engineFor(limited({ counter: 'c', window: 'minute', max: 1, scope: 'grant' }), { counters });
+    assert.equal((await grant.decide(ctx('t'))).verdict, 'allow');
+    assert.equal((await grant.decide(ctx('t', {}, other))).verdict, 'allow', 'another grant has its own count');
+    assert.equal((await grant.decide(ctx('t'))).verdict, 'deny');
+
+    const session = engineFor(limited({ counter: 'c', window: 'minute', max: 1, scope: 'session' }));
+    assert.equal((await session.decide(ctx('t'))).verdict, 'allow');
+    assert.equal((await session.decide(ctx('t', {}, { session: { id: 's2' } }))).verdict, 'allow');
+    assert.equal((await session.decide(ctx('t'))).verdict, 'deny');
+
+    const server = engineFor(limited({ counter: 'c', window: 'minute', max: 1, scope: 'server' }));
+    assert.equal((await server.decide(ctx('t'))).verdict, 'allow');
+    assert.equal((await server.decide(ctx('t', {}, other))).verdict, 'deny', 'everyone on a server shares the count');
+    assert.equal((await server.decide(ctx('t', {}, { server: { name: 'github' } }))).verdict, 'allow');
+
+    const global = engineFor(limited({ counter: 'c', window: 'minute', max: 1, scope: 'global' }));
+    assert.equal((await global.decide(ctx('t'))).verdict, 'allow');
+    assert.equal((await global.decide(ctx('t', {}, { server: { name: 'github' } }))).verdict, 'deny');
+  });
+
+  it('increment_from caps a total; a missing, negative or non-numeric amount is denied', async () => {
+    const e = engineFor(limited({ counter: 'spend', window: 'day', max: 100, increment_from: 'args.amount', on_deny: 'Daily cap reached.' }));
+    assert.equal((await e.decide(ctx('t', { amount: 60 }))).verdict, 'allow');
+    const over = await e.decide(ctx('t', { amount: '41' }));
+    assert.equal(over.verdict, 'deny');
+    assert.equal(over.message, 'Daily cap reached.');
+    assert.equal((await e.decide(ctx('t', { amount: 40 }))).verdict, 'allow');
+    for (const amount of [undefined, -5, 'abc', { n: 1 }]) {
+      const d = await e.decide(ctx('t', amount === undefined ? {} : { amount }));
+      assert.equal(d.verdict, 'deny', JSON.stringify(amount));
+      assert.match(d.message!, /args\.amount as a non-negative number/);
+    }
+  });
+
+  it('takes all limits or none', async () => {
+    const counters = new MemoryCounterStore();
+    const e = engineFor({ version: '1', default: 'allow', all_tools: { limits: [{ counter: 'all', window: 'minute', max: 1 }] }, tools: { t: { limits: [{ counter: 'own', window: 'minute', max: 5 }] } } }, { counters });
+    const first = await e.decide(ctx('t'));
+    assert.equal(first.verdict, 'allow');
+    const second = await e.decide(ctx('t'));
+    assert.equal(second.rule, '/all_tools/limits/0');
+    const ownKey = first.charges[0].key;
+    assert.equal(await counters.value(ownKey, T0), 1, 'the entry limit was not taken by the denied call');
+  });
+
+  it('settle(false) rolls the reservation back, settle(true) keeps it', async () => {
+    const counters = new MemoryCounterStore();
+    const e = engineFor(limited({ counter: 'c', window: 'minute', max: 1 }), { counters });
+    const d = await e.decide(ctx('t'));
+    await e.settle(d, false);
+    const again = await e.decide(ctx('t'));
+    assert.equal(again.verdict, 'allow', 'the rolled-back unit is available again');
+    await e.settle(again, true);
+    assert.equal((await e.decide(ctx('t'))).verdict, 'deny');
+  });
+
+  it('fails closed when the store fails, open when told to', async () => {
+    const broken: CounterStore = { reserve: async () => { throw new Error('disk I/O error'); }, release: async () => {}, value: async () => 0 };
+    const d = await engineFor(limited({ counter: 'c', window: 'minute', max: 5 }), { counters: broken }).decide(ctx('t'));
+    assert.equal(d.verdict, 'deny');
+    assert.equal(d.rule, '(state-store)');
+    const open = await engineFor(limited({ counter: 'c', window: 'minute', max: 5 }), { counters: broken, failOpen: true }).decide(ctx('t'));
+    assert.equal(open.verdict, 'allow');
+    const unlimited = await engineFor({ version: '1', default: 'allow' }, { counters: broken }).decide(ctx('t'));
+    assert.equal(unlimited.verdict, 'allow', 'calls without limits do not need the store');
+  });
+
+  it('counters survive a policy reload', async () => {
+    const counters = new MemoryCounterStore();
+    const e = engineFor(limited({ counter: 'c', window: 'minute', max: 2 }), { counters });
+    await e.decide(ctx('t'));
+    await e.decide(ctx('t'));
+    e.setPolicy(compile(limited({ counter: 'c', window: 'minute', max: 3 })));
+    assert.equal((await e.decide(ctx('t'))).verdict, 'allow');
+    assert.equal((await e.decide(ctx('t'))).verdict, 'deny');
+  });
+});
