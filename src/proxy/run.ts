@@ -39,7 +39,7 @@ export function deriveServerName(upstream: UpstreamSpec): string {
     const u = new URL(upstream.url);
     return `${u.host}${u.pathname === '/' ? '' : u.pathname}`;
   }
-  for (const arg of upstream.args) {
+  for (const arg of [upstream.command, ...upstream.args]) {
     const installed = /node_modules\/((?:@[\w.-]+\/)?[\w.-]+)\//.exec(arg);
     if (installed) return installed[1];
     if (!arg.startsWith('-') && /^(@[\w.-]+\/)?[\w.-]*(mcp|server)[\w.-]*(@[\w.^~-]+)?$/i.test(arg)) return arg.replace(/(?!^)@[^/]*$/, '');
