@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import type Database from 'better-sqlite3';
 import { canonicalJson, sha256 } from '../policy/load.js';
-import { openDatabase } from '../state/sqlite.js';
+import { closeDatabase, openDatabase } from '../state/sqlite.js';
 
 export type AuditDecision = 'allow' | 'deny' | 'shadow_deny' | 'approved' | 'rejected' | 'timeout' | 'error';
 export type AuditKind = 'call' | 'policy_reload' | 'kill_switch' | 'start';
@@ -177,6 +177,6 @@ export class AuditLog {
   }
 
   close(): void {
-    this.db.close();
+    closeDatabase(this.db);
   }
 }

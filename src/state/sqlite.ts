@@ -11,16 +11,31 @@ import type { Charge, CounterStore, FlagStore, KillScope, KillSwitchState, State
 export function openDatabase(file: string): Database.Database {
   if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
   const db = new Database(file);
+  // Small pages: a counter update or an audit row rewrites one small WAL frame, not 4 KiB.
+  db.pragma('page_size = 1024');
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
   db.pragma('busy_timeout = 5000');
   return db;
 }
 
+class OverLimit extends Error {
+  constructor(readonly index: number) {
+    super('over limit');
+  }
+}
+
+/** Closes a database with a last checkpoint, so the WAL does not outlive the process. */
+export function closeDatabase(db: Database.Database): void {
+  if (!db.open) return;
+  try { db.pragma('wal_checkpoint(PASSIVE)'); } catch { /* another process holds the file; it will checkpoint */ }
+  db.close();
+}
+
 /** Counters in one SQLite file, shared by every process that opens it. */
 export class SqliteCounterStore implements CounterStore {
   private readonly get: Database.Statement<[string], { value: number; expires_at: number }>;
-  private readonly add: Database.Statement<[{ key: string; amount: number; expiresAt: number; now: number }]>;
+  private readonly add: Database.Statement<[{ key: string; amount: number; expiresAt: number; now: number }], { value: number }>;
   private readonly sub: Database.Statement<[number, string]>;
   private readonly sweepStmt: Database.Statement<[number]>;
   private readonly reserveTx: (charges: readonly Charge[], now: number) => number;
@@ -33,19 +48,19 @@ export class SqliteCounterStore implements CounterStore {
     this.add = db.prepare(`INSERT INTO counters (key, value, expires_at) VALUES (@key, @amount, @expiresAt)
       ON CONFLICT (key) DO UPDATE SET
         value = CASE WHEN counters.expires_at > @now THEN counters.value + excluded.value ELSE excluded.value END,
-        expires_at = excluded.expires_at`);
+        expires_at = excluded.expires_at
+      RETURNING value`);
     this.sub = db.prepare('UPDATE counters SET value = max(0, value - ?) WHERE key = ?');
     this.sweepStmt = db.prepare('DELETE FROM counters WHERE expires_at <= ?');
-    // BEGIN IMMEDIATE takes the write lock before reading, so two processes cannot both read
-    // the same count and both take the last unit.
+    // BEGIN IMMEDIATE takes the write lock before reading, so two processes cannot both read the
+    // same count and both take the last unit. Each charge is added and its new value read back in
+    // one statement; a value over max throws, which rolls the whole transaction back.
     this.reserveTx = db.transaction((charges: readonly Charge[], now: number) => {
       for (let i = 0; i < charges.length; i++) {
         const c = charges[i];
-        let pending = c.amount;
-        for (let j = 0; j < i; j++) if (charges[j].key === c.key) pending += charges[j].amount;
-        if (this.current(c.key, now) + pending > c.max) return i;
+        const row = this.add.get({ key: c.key, amount: c.amount, expiresAt: c.expiresAt, now });
+        if (row!.value > c.max) throw new OverLimit(i);
       }
-      for (const c of charges) this.add.run({ key: c.key, amount: c.amount, expiresAt: c.expiresAt, now });
       return -1;
     }).immediate;
   }
@@ -56,7 +71,13 @@ export class SqliteCounterStore implements CounterStore {
   }
 
   reserveSync(charges: readonly Charge[], now: number): number {
-    const result = this.reserveTx(charges, now);
+    let result: number;
+    try {
+      result = this.reserveTx(charges, now);
+    } catch (err) {
+      if (!(err instanceof OverLimit)) throw err;
+      result = err.index;
+    }
     if (now >= this.sweepAt) {
       this.sweepAt = now + 60_000;
       this.sweepStmt.run(now);
@@ -78,22 +99,38 @@ export class SqliteCounterStore implements CounterStore {
 }
 
 export class SqliteFlagStore implements FlagStore {
+  private readonly killed: Database.Statement<[string], { scope: string }>;
+  private readonly dataVersion: Database.Statement<[], { data_version: number }>;
+  private cache = { version: -1, answers: new Map<string, KillScope | null>() };
+
   constructor(private readonly db: Database.Database) {
     db.exec(`CREATE TABLE IF NOT EXISTS kill_switch (
       scope TEXT PRIMARY KEY, is_on INTEGER NOT NULL, reason TEXT, at TEXT NOT NULL)`);
+    this.killed = db.prepare("SELECT scope FROM kill_switch WHERE scope IN ('*', ?) AND is_on = 1");
+    this.dataVersion = db.prepare('PRAGMA data_version');
   }
 
+  /**
+   * Read on every call, so it is cached until the file changes: `PRAGMA data_version` moves
+   * whenever another connection commits (another process flipping the switch), and this
+   * connection's own writes clear the cache.
+   */
   async killedFor(server: string): Promise<KillScope | null> {
-    const row = this.db
-      .prepare<[string], { scope: string }>("SELECT scope FROM kill_switch WHERE is_on = 1 AND scope IN ('*', ?) ORDER BY scope = '*' DESC LIMIT 1")
-      .get(server);
-    return row ? row.scope : null;
+    const version = this.dataVersion.get()!.data_version;
+    if (version !== this.cache.version) this.cache = { version, answers: new Map() };
+    const cached = this.cache.answers.get(server);
+    if (cached !== undefined) return cached;
+    const rows = this.killed.all(server);
+    const answer = rows.length === 0 ? null : rows.some((r) => r.scope === '*') ? '*' : server;
+    this.cache.answers.set(server, answer);
+    return answer;
   }
 
   async setKillSwitch(scope: KillScope, on: boolean, reason?: string): Promise<void> {
     this.db
       .prepare('INSERT INTO kill_switch (scope, is_on, reason, at) VALUES (?, ?, ?, ?) ON CONFLICT (scope) DO UPDATE SET is_on = excluded.is_on, reason = excluded.reason, at = excluded.at')
       .run(scope, on ? 1 : 0, reason ?? null, new Date().toISOString());
+    this.cache = { version: -1, answers: new Map() };
   }
 
   async listKillSwitches(): Promise<KillSwitchState[]> {
@@ -110,6 +147,6 @@ export function openSqliteState(file: string): StateStore {
     kind: 'sqlite',
     counters: new SqliteCounterStore(db),
     flags: new SqliteFlagStore(db),
-    close: async () => { db.close(); },
+    close: async () => { closeDatabase(db); },
   };
 }

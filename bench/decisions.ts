@@ -1,0 +1,68 @@
+import { join } from 'node:path';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { CompiledPolicy, Engine, type CallContext } from '../src/engine/index.js';
+import { validatePolicyObject } from '../src/policy/index.js';
+import { openMemoryState } from '../src/state/memory.js';
+import { openSqliteState } from '../src/state/sqlite.js';
+import type { StateStore } from '../src/state/types.js';
+import { fmt, median } from './stats.js';
+
+/** A 1,000-tool policy: every entry has a require, a deny_if and a limit; all_tools adds one more limit. */
+export function bigPolicy(tools = 1000): CompiledPolicy {
+  const entries: Record<string, unknown> = {};
+  for (let i = 0; i < tools; i++) {
+    entries[`tool_${i}`] = {
+      require: [{ conditions: [{ path: 'args.path', op: 'starts_with', value: '/srv/' }] }],
+      deny_if: [{ conditions: [{ path: 'args.amount', op: 'gt', value: 10_000 }, { path: 'grant.tags', op: 'contains', value: 'intern' }] }],
+      limits: [{ counter: `tool_${i}_rate`, window: 'minute', max: 1e12, scope: 'grant' }],
+    };
+  }
+  entries['admin_*'] = { action: 'deny' };
+  const r = validatePolicyObject({
+    version: '1', default: 'deny', hide: ['delete_*'],
+    all_tools: { limits: [{ counter: 'calls', window: 'minute', max: 1e12, scope: 'grant' }] },
+    tools: entries,
+  });
+  if (!r.ok) throw new Error(JSON.stringify(r.issues[0]));
+  return new CompiledPolicy(r.policy, r.hash);
+}
+
+async function rate(state: StateStore, policy: CompiledPolicy, n: number): Promise<number> {
+  const engine = new Engine({ policy, counters: state.counters, flags: state.flags });
+  const ctxs: CallContext[] = Array.from({ length: 64 }, (_, i) => ({
+    tool: `tool_${(i * 37) % 1000}`,
+    args: { path: `/srv/data/${i}.txt`, amount: i * 10 },
+    grant: { label: `agent-${i % 4}`, tags: ['prod'] },
+    session: { id: `s${i % 8}`, client: 'bench' },
+    server: { name: 'bench' },
+    now: Date.now(),
+  }));
+  const start = process.hrtime.bigint();
+  for (let i = 0; i < n; i++) {
+    const d = await engine.decide(ctxs[i & 63]);
+    if (d.verdict !== 'allow') throw new Error(`unexpected ${d.rule}`);
+  }
+  return n / (Number(process.hrtime.bigint() - start) / 1e9);
+}
+
+export async function benchDecisions(runs = 5): Promise<{ memory: number; sqlite: number }> {
+  const policy = bigPolicy();
+  const memory: number[] = [];
+  const sqlite: number[] = [];
+  for (let r = 0; r < runs; r++) {
+    const mem = openMemoryState();
+    memory.push(await rate(mem, policy, 300_000));
+    const file = join(mkdtempSync(join(tmpdir(), 'tg-bench-')), 'state.db');
+    const sq = openSqliteState(file);
+    sqlite.push(await rate(sq, policy, 40_000));
+    await sq.close();
+  }
+  const result = { memory: median(memory), sqlite: median(sqlite) };
+  console.log(`decisions/s, 1,000-tool policy (require + deny_if + 2 limits per call, kill switch checked), median of ${runs}:`);
+  console.log(`  memory store : ${fmt(result.memory)}  (target >= 500,000)`);
+  console.log(`  sqlite store : ${fmt(result.sqlite)}  (target >= 50,000)`);
+  return result;
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) await benchDecisions();
