@@ -1,4 +1,7 @@
+import { randomUUID } from 'node:crypto';
+import { closeSync, openSync, readdirSync, readFileSync, unlinkSync, writeSync, ftruncateSync } from 'node:fs';
 import { hostname } from 'node:os';
+import { basename, dirname, join } from 'node:path';
 import type Database from 'better-sqlite3';
 import { canonicalJson, sha256 } from '../policy/load.js';
 import { closeDatabase, openDatabase } from '../state/sqlite.js';
@@ -23,13 +26,14 @@ export interface AuditEvent {
   policyHash?: string;
 }
 
+/** Names an appended event, to attach its upstream outcome later. */
 export interface AuditRef {
-  id: number;
-  hash: string;
+  eventId: string;
 }
 
 export interface AuditRow {
   id: number;
+  event_id: string;
   ts: string;
   instance: string;
   kind: AuditKind;
@@ -71,8 +75,12 @@ export interface VerifyResult {
   badId?: number;
 }
 
+type Row = Record<string, string | null>;
+
 const GENESIS = '0'.repeat(64);
 const HASHED_FIELDS = ['ts', 'instance', 'kind', 'server', 'grant_label', 'session', 'client', 'tool', 'decision', 'rule', 'message', 'arg_keys', 'args_sha256', 'args', 'policy_hash'] as const;
+const FLUSH_EVERY_MS = 50;
+const FLUSH_AT = 256;
 
 function rowHash(prev: string, row: Record<string, unknown>): string {
   const fields: Record<string, unknown> = {};
@@ -84,43 +92,102 @@ function outcomeHash(hash: string, outcome: string, latency: number | null): str
   return sha256(`${hash}\n${outcome}\n${latency ?? ''}`);
 }
 
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 /**
- * The audit log: one SQLite row per decision, hash-chained. Each append is its own committed WAL
- * transaction before the call is forwarded, so a forwarded call is in the log even after kill -9.
- * The upstream outcome is sealed later with its own hash, since it is only known after the answer.
+ * The audit log: one SQLite row per decision, hash-chained, so `verify` finds an edited or
+ * deleted row.
+ *
+ * Durability without a database commit on the hot path: an event is first appended, with one
+ * write, to this process's journal file beside the database — that is done before the call is
+ * forwarded, and a write that returned survives kill -9 — then rows are inserted in batches (one
+ * transaction every 50 ms). Opening the log replays the journals of processes that died before
+ * their last batch. The upstream outcome is sealed with its own hash, since it comes later.
  */
 export class AuditLog {
   readonly instance = `${hostname()}:${process.pid}`;
   private readonly db: Database.Database;
-  private readonly appendTx: (row: Record<string, unknown>) => AuditRef;
-  private readonly finishStmt: Database.Statement;
+  private readonly insertBatch: (rows: Row[]) => Map<string, string>;
+  private readonly applyOutcomes: (items: { eventId: string; outcome: string; latency: number | null }[]) => void;
+  private readonly journalPath: string;
+  private journalFd: number | null = null;
+  private pending: Row[] = [];
+  private outcomes: { eventId: string; outcome: string; latency: number | null }[] = [];
+  /** Row hashes of events whose outcome has not arrived yet. */
+  private readonly hashes = new Map<string, string>();
+  private timer: NodeJS.Timeout | undefined;
 
-  constructor(file: string) {
+  constructor(private readonly file: string) {
     this.db = openDatabase(file);
     this.db.exec(`
       CREATE TABLE IF NOT EXISTS audit (
-        id INTEGER PRIMARY KEY, ts TEXT NOT NULL, instance TEXT NOT NULL, kind TEXT NOT NULL,
+        id INTEGER PRIMARY KEY, event_id TEXT NOT NULL UNIQUE, ts TEXT NOT NULL, instance TEXT NOT NULL, kind TEXT NOT NULL,
         server TEXT, grant_label TEXT, session TEXT, client TEXT, tool TEXT, decision TEXT, rule TEXT,
         message TEXT, arg_keys TEXT, args_sha256 TEXT, args TEXT, policy_hash TEXT,
         prev_hash TEXT NOT NULL, hash TEXT NOT NULL, outcome TEXT, latency_ms REAL, outcome_hash TEXT);
       CREATE INDEX IF NOT EXISTS audit_ts ON audit (ts);
       CREATE TABLE IF NOT EXISTS audit_head (one INTEGER PRIMARY KEY CHECK (one = 1), id INTEGER NOT NULL, hash TEXT NOT NULL);`);
     const last = this.db.prepare<[], { hash: string }>('SELECT hash FROM audit_head WHERE one = 1');
-    const insert = this.db.prepare(`INSERT INTO audit (ts, instance, kind, server, grant_label, session, client, tool, decision, rule, message, arg_keys, args_sha256, args, policy_hash, prev_hash, hash)
-      VALUES (@ts, @instance, @kind, @server, @grant_label, @session, @client, @tool, @decision, @rule, @message, @arg_keys, @args_sha256, @args, @policy_hash, @prev_hash, @hash)`);
+    const insert = this.db.prepare(`INSERT OR IGNORE INTO audit (event_id, ts, instance, kind, server, grant_label, session, client, tool, decision, rule, message, arg_keys, args_sha256, args, policy_hash, prev_hash, hash)
+      VALUES (@event_id, @ts, @instance, @kind, @server, @grant_label, @session, @client, @tool, @decision, @rule, @message, @arg_keys, @args_sha256, @args, @policy_hash, @prev_hash, @hash)`);
     const head = this.db.prepare('INSERT INTO audit_head (one, id, hash) VALUES (1, ?, ?) ON CONFLICT (one) DO UPDATE SET id = excluded.id, hash = excluded.hash');
-    this.appendTx = this.db.transaction((row: Record<string, unknown>) => {
-      const prev = last.get()?.hash ?? GENESIS;
-      const hash = rowHash(prev, row);
-      const id = Number(insert.run({ ...row, prev_hash: prev, hash }).lastInsertRowid);
-      head.run(id, hash);
-      return { id, hash };
+    // IMMEDIATE: the chain's tail is read and extended under the write lock, so several
+    // processes appending to one file still make one unbroken chain.
+    this.insertBatch = this.db.transaction((rows: Row[]) => {
+      let prev = last.get()?.hash ?? GENESIS;
+      let lastId = 0;
+      const hashes = new Map<string, string>();
+      for (const row of rows) {
+        const hash = rowHash(prev, row);
+        const info = insert.run({ ...row, prev_hash: prev, hash });
+        if (info.changes === 0) continue; // replayed from a journal, already stored
+        lastId = Number(info.lastInsertRowid);
+        hashes.set(row.event_id!, hash);
+        prev = hash;
+      }
+      if (lastId) head.run(lastId, prev);
+      return hashes;
     }).immediate;
-    this.finishStmt = this.db.prepare('UPDATE audit SET outcome = ?, latency_ms = ?, outcome_hash = ? WHERE id = ?');
+    const finish = this.db.prepare('UPDATE audit SET outcome = ?, latency_ms = ?, outcome_hash = ? WHERE event_id = ?');
+    const hashOf = this.db.prepare<[string], { hash: string }>('SELECT hash FROM audit WHERE event_id = ?');
+    this.applyOutcomes = this.db.transaction((items: { eventId: string; outcome: string; latency: number | null }[]) => {
+      for (const o of items) {
+        const hash = this.hashes.get(o.eventId) ?? hashOf.get(o.eventId)?.hash;
+        this.hashes.delete(o.eventId);
+        if (hash) finish.run(o.outcome, o.latency, outcomeHash(hash, o.outcome, o.latency), o.eventId);
+      }
+    });
+    this.journalPath = join(dirname(file), `${basename(file)}.journal-${process.pid}-${randomUUID().slice(0, 8)}`);
+    this.recoverJournals();
+  }
+
+  /** Replays the journals of processes that died with events not yet in the database. */
+  private recoverJournals(): void {
+    const prefix = `${basename(this.file)}.journal-`;
+    for (const name of readdirSync(dirname(this.file))) {
+      if (!name.startsWith(prefix)) continue;
+      const pid = Number(name.slice(prefix.length).split('-')[0]);
+      if (!Number.isInteger(pid) || alive(pid)) continue;
+      const path = join(dirname(this.file), name);
+      const rows: Row[] = [];
+      for (const line of readFileSync(path, 'utf8').split('\n')) {
+        try { if (line) rows.push(JSON.parse(line) as Row); } catch { /* a write cut short by the crash */ }
+      }
+      if (rows.length) this.insertBatch(rows);
+      unlinkSync(path);
+    }
   }
 
   append(e: AuditEvent): AuditRef {
-    return this.appendTx({
+    const row: Row = {
+      event_id: randomUUID(),
       ts: new Date().toISOString(),
       instance: this.instance,
       kind: e.kind,
@@ -136,16 +203,47 @@ export class AuditLog {
       args_sha256: e.argsSha256 ?? null,
       args: e.args ?? null,
       policy_hash: e.policyHash ?? null,
-    });
+    };
+    if (this.journalFd === null) this.journalFd = openSync(this.journalPath, 'a');
+    writeSync(this.journalFd, JSON.stringify(row) + '\n');
+    this.pending.push(row);
+    this.schedule();
+    return { eventId: row.event_id! };
   }
 
   /** Records the upstream outcome of a forwarded call: result, is_error, error, cancelled, unreachable. */
   finish(ref: AuditRef, outcome: string, latencyMs: number | null): void {
-    const latency = latencyMs === null ? null : Math.round(latencyMs * 1000) / 1000;
-    this.finishStmt.run(outcome, latency, outcomeHash(ref.hash, outcome, latency), ref.id);
+    this.outcomes.push({ eventId: ref.eventId, outcome, latency: latencyMs === null ? null : Math.round(latencyMs * 1000) / 1000 });
+    this.schedule();
+  }
+
+  private schedule(): void {
+    if (this.pending.length + this.outcomes.length >= FLUSH_AT) this.flush();
+    else if (!this.timer) {
+      this.timer = setTimeout(() => this.flush(), FLUSH_EVERY_MS);
+      this.timer.unref();
+    }
+  }
+
+  /** Writes pending rows and outcomes to the database, then empties the journal. */
+  flush(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    if (this.pending.length > 0) {
+      const rows = this.pending;
+      this.pending = [];
+      for (const [id, hash] of this.insertBatch(rows)) this.hashes.set(id, hash);
+      if (this.journalFd !== null) ftruncateSync(this.journalFd, 0);
+    }
+    if (this.outcomes.length > 0) {
+      const items = this.outcomes;
+      this.outcomes = [];
+      this.applyOutcomes(items);
+    }
   }
 
   query(q: AuditQuery = {}): AuditRow[] {
+    this.flush();
     const where: string[] = [];
     const params: unknown[] = [];
     if (q.sinceMs !== undefined) { where.push('ts >= ?'); params.push(new Date(Date.now() - q.sinceMs).toISOString()); }
@@ -158,6 +256,7 @@ export class AuditLog {
   }
 
   verify(): VerifyResult {
+    this.flush();
     let prev = GENESIS;
     let rows = 0;
     let lastId = 0;
@@ -177,6 +276,13 @@ export class AuditLog {
   }
 
   close(): void {
+    if (!this.db.open) return;
+    this.flush();
+    if (this.journalFd !== null) {
+      closeSync(this.journalFd);
+      this.journalFd = null;
+      unlinkSync(this.journalPath);
+    }
     closeDatabase(this.db);
   }
 }

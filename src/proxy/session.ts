@@ -46,6 +46,7 @@ export class PolicySession {
   clientName?: string;
   private readonly pending = new Map<string, Pending>();
   private readonly knownTools = new Map<string, string[]>();
+  private readonly skeletons = new Map<string, string>();
   private queue: Promise<void> = Promise.resolve();
   private closed = false;
   private readonly now: () => number;
@@ -193,7 +194,7 @@ export class PolicySession {
     // Reserve the id before awaiting the decision, so a second request with this id is refused.
     const pending: Pending = { method: 'tools/call', started: ctx.now };
     this.pending.set(key, pending);
-    const decision = await this.opts.engine.decide(ctx, this.knownTools.get(skeleton(params.name)) ?? []);
+    const decision = await this.opts.engine.decide(ctx, this.aliases(params.name));
     if (decision.verdict !== 'allow' && decision.enforced) {
       this.pending.delete(key);
       const approval = decision.verdict === 'approve';
@@ -213,6 +214,18 @@ export class PolicySession {
     pending.decision = decision;
     pending.audit = this.record(ctx, shadowDeny ? 'shadow_deny' : 'allow', decision.rule, decision.message);
     this.opts.toServer(message);
+  }
+
+  /** Advertised tool names that look like `name` (memoised: names repeat). */
+  private aliases(name: string): readonly string[] {
+    if (this.knownTools.size === 0) return [];
+    let sk = this.skeletons.get(name);
+    if (sk === undefined) {
+      sk = skeleton(name);
+      if (this.skeletons.size > 10_000) this.skeletons.clear();
+      this.skeletons.set(name, sk);
+    }
+    return this.knownTools.get(sk) ?? [];
   }
 
   private cancelled(params: unknown): void {
