@@ -9,7 +9,7 @@ function filled(n = 5): { file: string; log: AuditLog } {
   const file = join(tempDir(), 'audit.db');
   const log = new AuditLog(file);
   for (let i = 0; i < n; i++) {
-    const ref = log.append({ kind: 'call', server: 's', grant: 'g', session: 'x', client: 'c', tool: `t${i}`, decision: i % 2 ? 'deny' : 'allow', rule: '(default)', argKeys: ['a'], argsSha256: 'f'.repeat(64), policyHash: 'p' });
+    const ref = log.append({ kind: 'call', server: 's', grant: 'g', session: 'x', client: 'c', tool: `t${i}`, decision: i % 2 ? 'deny' : 'allow', rule: '(default)', args: { a: i }, policyHash: 'p' });
     if (i % 2 === 0) log.finish(ref, 'result', 1.5);
   }
   return { file, log };
@@ -54,7 +54,11 @@ describe('audit log', () => {
     const file = join(tempDir(), 'audit.db');
     const a = new AuditLog(file);
     const b = new AuditLog(file);
-    for (let i = 0; i < 20; i++) (i % 2 ? a : b).append({ kind: 'call', tool: String(i) });
+    for (let i = 0; i < 20; i++) {
+      (i % 2 ? a : b).append({ kind: 'call', tool: String(i) });
+      if (i % 3 === 0) (i % 2 ? a : b).flush();
+    }
+    b.flush();
     assert.deepEqual(a.verify(), { ok: true, rows: 20 });
   });
 
@@ -63,5 +67,34 @@ describe('audit log', () => {
       maskSecrets({ path: '/x', api_key: 'k', nested: { Password: 'p', list: [{ token: 't', name: 'n' }] }, authorization: 'Bearer x', keyboard: 'qwerty' }),
       { path: '/x', api_key: '***', nested: { Password: '***', list: [{ token: '***', name: 'n' }] }, authorization: '***', keyboard: 'qwerty' },
     );
+  });
+});
+
+describe('audit journal', () => {
+  it('an event is durable before its batch is written, and replayed by the next open', async () => {
+    const { spawnSync } = await import('node:child_process');
+    const file = join(tempDir(), 'audit.db');
+    // A child process appends one event and is SIGKILLed before its batch timer fires.
+    const script = `import { AuditLog } from ${JSON.stringify(new URL('../src/audit/log.ts', import.meta.url).pathname)};
+      const log = new AuditLog(${JSON.stringify(file)});
+      log.append({ kind: 'call', tool: 'survivor', decision: 'allow', args: { a: 1 } });
+      process.kill(process.pid, 'SIGKILL');`;
+    spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: new URL('..', import.meta.url).pathname });
+    const log = new AuditLog(file);
+    const rows = log.query({});
+    assert.deepEqual(rows.map((r) => [r.tool, r.decision, r.arg_keys]), [['survivor', 'allow', '["a"]']]);
+    assert.equal(rows[0].args_sha256, null, 'hashes are computed at batch time; a replayed row has keys only');
+    assert.ok(log.verify().ok);
+  });
+
+  it('stores masked argument values only when asked', () => {
+    const log = new AuditLog(join(tempDir(), 'audit.db'));
+    log.append({ kind: 'call', tool: 'a', args: { path: '/x', token: 'abc' } });
+    log.append({ kind: 'call', tool: 'b', args: { path: '/x', token: 'abc' }, storeArgValues: true });
+    const [a, b] = log.query({});
+    assert.equal(a.args, null);
+    assert.equal(b.args, '{"path":"/x","token":"***"}');
+    assert.equal(a.args_sha256, b.args_sha256);
+    assert.match(a.args_sha256!, /^[0-9a-f]{64}$/);
   });
 });

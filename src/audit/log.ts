@@ -4,6 +4,7 @@ import { hostname } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import type Database from 'better-sqlite3';
 import { canonicalJson, sha256 } from '../policy/load.js';
+import { maskSecrets } from './mask.js';
 import { closeDatabase, openDatabase } from '../state/sqlite.js';
 
 export type AuditDecision = 'allow' | 'deny' | 'shadow_deny' | 'approved' | 'rejected' | 'timeout' | 'error';
@@ -19,10 +20,12 @@ export interface AuditEvent {
   decision?: AuditDecision;
   rule?: string;
   message?: string;
-  argKeys?: string[];
-  argsSha256?: string;
-  /** Argument values with secrets masked, only when the operator turned that on. */
-  args?: string;
+  /**
+   * The call's arguments. The row stores their top-level keys and a SHA-256 of their canonical
+   * JSON; the values themselves only with `storeArgValues` (secrets masked).
+   */
+  args?: Record<string, unknown>;
+  storeArgValues?: boolean;
   policyHash?: string;
 }
 
@@ -76,6 +79,8 @@ export interface VerifyResult {
 }
 
 type Row = Record<string, string | null>;
+/** A row waiting for the next batch, with the arguments it still has to hash. */
+interface PendingRow { row: Row; args?: Record<string, unknown>; storeArgValues?: boolean }
 
 const GENESIS = '0'.repeat(64);
 const HASHED_FIELDS = ['ts', 'instance', 'kind', 'server', 'grant_label', 'session', 'client', 'tool', 'decision', 'rule', 'message', 'arg_keys', 'args_sha256', 'args', 'policy_hash'] as const;
@@ -118,7 +123,9 @@ export class AuditLog {
   private readonly applyOutcomes: (items: { eventId: string; outcome: string; latency: number | null }[]) => void;
   private readonly journalPath: string;
   private journalFd: number | null = null;
-  private pending: Row[] = [];
+  private pending: PendingRow[] = [];
+  private readonly idPrefix = `${process.pid.toString(36)}-${randomUUID().slice(0, 8)}-`;
+  private seq = 0;
   private outcomes: { eventId: string; outcome: string; latency: number | null }[] = [];
   /** Row hashes of events whose outcome has not arrived yet. */
   private readonly hashes = new Map<string, string>();
@@ -187,7 +194,7 @@ export class AuditLog {
 
   append(e: AuditEvent): AuditRef {
     const row: Row = {
-      event_id: randomUUID(),
+      event_id: this.idPrefix + (this.seq++).toString(36),
       ts: new Date().toISOString(),
       instance: this.instance,
       kind: e.kind,
@@ -199,14 +206,16 @@ export class AuditLog {
       decision: e.decision ?? null,
       rule: e.rule ?? null,
       message: e.message ?? null,
-      arg_keys: e.argKeys ? JSON.stringify(e.argKeys) : null,
-      args_sha256: e.argsSha256 ?? null,
-      args: e.args ?? null,
+      arg_keys: e.args ? JSON.stringify(Object.keys(e.args)) : null,
+      args_sha256: null,
+      args: null,
       policy_hash: e.policyHash ?? null,
     };
     if (this.journalFd === null) this.journalFd = openSync(this.journalPath, 'a');
+    // The journal line is what survives kill -9: the call, its tool, decision and argument keys.
+    // Hashing the arguments waits for the batch, off the path of the call.
     writeSync(this.journalFd, JSON.stringify(row) + '\n');
-    this.pending.push(row);
+    this.pending.push({ row, args: e.args, storeArgValues: e.storeArgValues });
     this.schedule();
     return { eventId: row.event_id! };
   }
@@ -218,11 +227,10 @@ export class AuditLog {
   }
 
   private schedule(): void {
-    if (this.pending.length + this.outcomes.length >= FLUSH_AT) this.flush();
-    else if (!this.timer) {
-      this.timer = setTimeout(() => this.flush(), FLUSH_EVERY_MS);
-      this.timer.unref();
-    }
+    if (this.timer) return;
+    const soon = this.pending.length + this.outcomes.length >= FLUSH_AT;
+    this.timer = setTimeout(() => this.flush(), soon ? 0 : FLUSH_EVERY_MS);
+    this.timer.unref();
   }
 
   /** Writes pending rows and outcomes to the database, then empties the journal. */
@@ -230,7 +238,13 @@ export class AuditLog {
     clearTimeout(this.timer);
     this.timer = undefined;
     if (this.pending.length > 0) {
-      const rows = this.pending;
+      const rows = this.pending.map(({ row, args, storeArgValues }) => {
+        if (args) {
+          row.args_sha256 = sha256(canonicalJson(args));
+          if (storeArgValues) row.args = JSON.stringify(maskSecrets(args));
+        }
+        return row;
+      });
       this.pending = [];
       for (const [id, hash] of this.insertBatch(rows)) this.hashes.set(id, hash);
       if (this.journalFd !== null) ftruncateSync(this.journalFd, 0);

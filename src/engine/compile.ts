@@ -24,6 +24,7 @@ export interface CompiledLimit {
 
 export interface CompiledEntry {
   key: string;
+  /** `/tools/<key>`, or `(default)` for the stand-in entry of unlisted tools under default allow. */
   pointer: string;
   action: ToolEntry['action'];
   onDeny?: string;
@@ -32,11 +33,14 @@ export interface CompiledEntry {
   approveIf: CompiledRule[];
   approval: { timeoutMs: number; via: string[] };
   limits: CompiledLimit[];
+  /** The entry's checks followed by all_tools', joined once at compile time. */
+  checks: { require: CompiledRule[]; denyIf: CompiledRule[]; limits: CompiledLimit[] };
 }
 
 export interface Lookup {
   /** Pointer of the first `hide` pattern that matches, or null. */
   hidden: string | null;
+  /** The tool's entry; under default allow an unlisted tool gets the `(default)` stand-in; null means default deny. */
   entry: CompiledEntry | null;
 }
 
@@ -77,7 +81,16 @@ function limits(list: readonly Limit[], at: string[]): CompiledLimit[] {
   });
 }
 
-function compileEntry(key: string, e: ToolEntry): CompiledEntry {
+type AllTools = CompiledPolicy['allTools'];
+
+function withAllTools(entry: Omit<CompiledEntry, 'checks'>, all: AllTools): CompiledEntry {
+  return {
+    ...entry,
+    checks: { require: [...entry.require, ...all.require], denyIf: [...entry.denyIf, ...all.denyIf], limits: [...entry.limits, ...all.limits] },
+  };
+}
+
+function compileEntry(key: string, e: ToolEntry): Omit<CompiledEntry, 'checks'> {
   const at = ['tools', key];
   return {
     key,
@@ -103,6 +116,8 @@ export class CompiledPolicy {
   readonly mode: Policy['mode'];
   readonly pinsOnChange: 'warn' | 'block';
   readonly allTools: { require: CompiledRule[]; denyIf: CompiledRule[]; limits: CompiledLimit[] };
+  /** What an unlisted tool gets under default allow: all_tools' checks only. */
+  private readonly defaultEntry: CompiledEntry | null;
   private readonly exact = new Map<string, CompiledEntry>();
   private readonly globs: { re: RegExp; entry: CompiledEntry }[] = [];
   private readonly hide: { re: RegExp; pointer: string }[];
@@ -114,21 +129,25 @@ export class CompiledPolicy {
     this.default = policy.default;
     this.mode = policy.mode;
     this.pinsOnChange = policy.pins?.on_change ?? 'warn';
-    const globbed: { key: string; entry: CompiledEntry; order: number }[] = [];
-    Object.entries(policy.tools).forEach(([key, entry], order) => {
-      const compiled = compileEntry(key, entry);
-      if (isGlob(key)) globbed.push({ key, entry: compiled, order });
-      else this.exact.set(key, compiled);
-    });
-    globbed.sort((a, b) => b.key.length - a.key.length || a.order - b.order);
-    this.globs = globbed.map((g) => ({ re: globToRegExp(g.key), entry: g.entry }));
-    this.hide = policy.hide.map((pattern, i) => ({ re: globToRegExp(pattern), pointer: `/hide/${i}` }));
     const all = policy.all_tools;
     this.allTools = {
       require: rules(all?.require ?? [], ['all_tools', 'require']),
       denyIf: rules(all?.deny_if ?? [], ['all_tools', 'deny_if']),
       limits: limits(all?.limits ?? [], ['all_tools', 'limits']),
     };
+    const globbed: { key: string; entry: CompiledEntry; order: number }[] = [];
+    Object.entries(policy.tools).forEach(([key, entry], order) => {
+      const compiled = withAllTools(compileEntry(key, entry), this.allTools);
+      if (isGlob(key)) globbed.push({ key, entry: compiled, order });
+      else this.exact.set(key, compiled);
+    });
+    globbed.sort((a, b) => b.key.length - a.key.length || a.order - b.order);
+    this.globs = globbed.map((g) => ({ re: globToRegExp(g.key), entry: g.entry }));
+    this.hide = policy.hide.map((pattern, i) => ({ re: globToRegExp(pattern), pointer: `/hide/${i}` }));
+    this.defaultEntry = policy.default === 'deny' ? null : withAllTools({
+      key: '*', pointer: '(default)', action: 'allow', require: [], denyIf: [], approveIf: [],
+      approval: { timeoutMs: durationMs('5m'), via: DEFAULT_VIA }, limits: [],
+    }, this.allTools);
   }
 
   lookup(name: string): Lookup {
@@ -138,7 +157,7 @@ export class CompiledPolicy {
     for (const h of this.hide) if (h.re.test(name)) { hidden = h.pointer; break; }
     let entry = this.exact.get(name) ?? null;
     if (!entry) for (const g of this.globs) if (g.re.test(name)) { entry = g.entry; break; }
-    const result = { hidden, entry };
+    const result = { hidden, entry: entry ?? this.defaultEntry };
     if (this.cache.size >= LOOKUP_CACHE_MAX) this.cache.clear();
     this.cache.set(name, result);
     return result;

@@ -1,7 +1,6 @@
 import type { Charge, CounterStore, FlagStore } from '../state/types.js';
 import type { CompiledEntry, CompiledLimit, CompiledPolicy } from './compile.js';
 import { getPath, MISSING, toNumber, type CallContext } from './conditions.js';
-import { windowBounds } from './windows.js';
 
 export type Verdict = 'allow' | 'deny' | 'approve';
 
@@ -92,25 +91,21 @@ export class Engine {
   private evaluateName(ctx: CallContext, name: string): ReturnType<Engine['evaluate']> {
     const { hidden, entry } = this.policy.lookup(name);
     if (hidden) return { verdict: 'deny', rule: hidden, message: `Tool "${ctx.tool}" is not available.`, entry: null };
-    if (!entry) {
-      if (this.policy.default === 'deny') return { verdict: 'deny', rule: '(default)', message: `Tool "${ctx.tool}" is not available.`, entry: null };
-    } else if (entry.action === 'deny') {
+    if (!entry) return { verdict: 'deny', rule: '(default)', message: `Tool "${ctx.tool}" is not available.`, entry: null };
+    if (entry.action === 'deny') {
       return { verdict: 'deny', rule: `${entry.pointer}/action`, message: entry.onDeny ?? `Tool "${ctx.tool}" is blocked by policy.`, entry };
     }
-    const all = this.policy.allTools;
-    for (const list of [entry?.require, all.require]) {
-      if (list) for (const r of list) if (!r.test(ctx)) return { verdict: 'deny', rule: r.pointer, message: r.message ?? `This call to "${ctx.tool}" does not meet a required condition (${r.pointer}).`, entry };
+    for (const r of entry.checks.require) {
+      if (!r.test(ctx)) return { verdict: 'deny', rule: r.pointer, message: r.message ?? `This call to "${ctx.tool}" does not meet a required condition (${r.pointer}).`, entry };
     }
-    for (const list of [entry?.denyIf, all.denyIf]) {
-      if (list) for (const r of list) if (r.test(ctx)) return { verdict: 'deny', rule: r.pointer, message: r.message ?? `This call to "${ctx.tool}" is denied by policy (${r.pointer}).`, entry };
+    for (const r of entry.checks.denyIf) {
+      if (r.test(ctx)) return { verdict: 'deny', rule: r.pointer, message: r.message ?? `This call to "${ctx.tool}" is denied by policy (${r.pointer}).`, entry };
     }
-    if (entry) {
-      if (entry.action === 'approve') return { verdict: 'approve', rule: `${entry.pointer}/action`, message: `"${ctx.tool}" needs human approval.`, entry, approval: entry.approval };
-      for (const r of entry.approveIf) {
-        if (r.test(ctx)) return { verdict: 'approve', rule: r.pointer, message: r.message ?? `This call to "${ctx.tool}" needs human approval.`, entry, approval: entry.approval };
-      }
+    if (entry.action === 'approve') return { verdict: 'approve', rule: `${entry.pointer}/action`, message: `"${ctx.tool}" needs human approval.`, entry, approval: entry.approval };
+    for (const r of entry.approveIf) {
+      if (r.test(ctx)) return { verdict: 'approve', rule: r.pointer, message: r.message ?? `This call to "${ctx.tool}" needs human approval.`, entry, approval: entry.approval };
     }
-    return { verdict: 'allow', rule: entry ? entry.pointer : '(default)', entry };
+    return { verdict: 'allow', rule: entry.pointer, entry };
   }
 
   private scopeKey(limit: CompiledLimit, ctx: CallContext): string {
@@ -124,7 +119,7 @@ export class Engine {
 
   /** The counter increments a call needs, or a denial when an increment argument is unusable. */
   charges(entry: CompiledEntry | null, ctx: CallContext): Charge[] | Decision {
-    const list = this.limitList(entry);
+    const list = entry ? entry.checks.limits : this.policy.allTools.limits;
     if (list.length === 0) return NO_CHARGES;
     const out: Charge[] = new Array(list.length);
     for (let i = 0; i < list.length; i++) {
@@ -137,30 +132,36 @@ export class Engine {
           return deny(l.pointer, `This call needs ${l.increment.path} as a non-negative number (it counts against the "${l.counter}" limit).`);
         }
       }
-      const { start, end } = windowBounds(l.seconds, ctx.now);
-      out[i] = { key: `${l.counter}\x1f${l.seconds}\x1f${start}\x1f${this.scopeKey(l, ctx)}`, amount, max: l.max, expiresAt: end };
+      const size = l.seconds * 1000;
+      const start = ctx.now - (ctx.now % size);
+      out[i] = { key: `${l.counter}\x1f${l.seconds}\x1f${start}\x1f${this.scopeKey(l, ctx)}`, amount, max: l.max, expiresAt: start + size };
     }
     return out;
   }
 
-  /** The entry's limits then all_tools'; the index of a failed charge indexes this list. */
-  private limitList(entry: CompiledEntry | null): CompiledLimit[] {
-    const all = this.policy.allTools.limits;
-    if (!entry || entry.limits.length === 0) return all;
-    return all.length === 0 ? entry.limits : [...entry.limits, ...all];
+  /**
+   * The whole decision order, including the kill switch and the atomic reservation of every
+   * limit. Synchronous when the stores are (memory, SQLite), so the hot path has no await.
+   */
+  decide(ctx: CallContext, aliases: readonly string[] = []): Decision | Promise<Decision> {
+    if (!this.flags) return this.afterKillSwitch(ctx, aliases, null);
+    let killed: ReturnType<FlagStore['killedFor']>;
+    try {
+      killed = this.flags.killedFor(ctx.server.name);
+    } catch {
+      killed = this.failOpen ? null : 'unknown';
+    }
+    if (killed instanceof Promise) {
+      return killed.then(
+        (k) => this.afterKillSwitch(ctx, aliases, k),
+        () => this.afterKillSwitch(ctx, aliases, this.failOpen ? null : 'unknown'),
+      );
+    }
+    return this.afterKillSwitch(ctx, aliases, killed);
   }
 
-  /** The whole decision order, including the kill switch and the atomic reservation of every limit. */
-  async decide(ctx: CallContext, aliases: readonly string[] = []): Promise<Decision> {
-    if (this.flags) {
-      let killed: string | null;
-      try {
-        killed = await this.flags.killedFor(ctx.server.name);
-      } catch {
-        killed = this.failOpen ? null : 'unknown';
-      }
-      if (killed !== null) return deny('(kill-switch)', 'The kill switch is on: no tool calls are forwarded until an operator turns it off.');
-    }
+  private afterKillSwitch(ctx: CallContext, aliases: readonly string[], killed: string | null): Decision | Promise<Decision> {
+    if (killed !== null) return deny('(kill-switch)', 'The kill switch is on: no tool calls are forwarded until an operator turns it off.');
     const enforced = !this.shadow;
     const e = this.evaluate(ctx, aliases);
     if (e.verdict !== 'allow') {
@@ -169,29 +170,40 @@ export class Engine {
     const charges = this.charges(e.entry, ctx);
     if (!Array.isArray(charges)) return { ...charges, enforced };
     if (charges.length === 0) return { verdict: 'allow', rule: e.rule, retryAfterSeconds: null, enforced, charges };
-    let failed: number;
+    let failed: number | Promise<number>;
     try {
-      failed = await this.counters.reserve(charges, ctx.now);
+      failed = this.counters.reserve(charges, ctx.now);
     } catch (err) {
-      if (this.failOpen) return { verdict: 'allow', rule: e.rule, retryAfterSeconds: null, enforced, charges: NO_CHARGES };
-      return { ...deny('(state-store)', `Limits cannot be checked right now (state store error: ${(err as Error).message}); the call was not forwarded.`), enforced };
+      return this.storeFailed(err as Error, e.rule, enforced);
     }
-    if (failed >= 0) {
-      const limit = this.limitList(e.entry)[failed];
-      const retry = Math.max(1, Math.ceil((charges[failed].expiresAt - ctx.now) / 1000));
-      const what = limit.increment ? `a total of ${limit.max}` : `${limit.max} call${limit.max === 1 ? '' : 's'}`;
-      const message = limit.message ?? `Limit reached: ${what} per ${describeWindow(limit.seconds)} ("${limit.counter}", per ${limit.scope}). Try again in ${retry} s.`;
-      return { verdict: 'deny', rule: limit.pointer, message, retryAfterSeconds: retry, enforced, charges: NO_CHARGES };
+    if (failed instanceof Promise) {
+      return failed.then((f) => this.reserved(f, charges, e.entry, e.rule, ctx, enforced), (err: Error) => this.storeFailed(err, e.rule, enforced));
     }
-    return { verdict: 'allow', rule: e.rule, retryAfterSeconds: null, enforced, charges };
+    return this.reserved(failed, charges, e.entry, e.rule, ctx, enforced);
   }
 
-  /** Commits (ok) or rolls back (not ok) the reservation a decision took. */
-  async settle(decision: Decision, ok: boolean): Promise<void> {
-    if (!ok && decision.charges.length > 0) {
-      const charges = decision.charges;
-      decision.charges = NO_CHARGES;
-      await this.counters.release(charges);
-    }
+  private storeFailed(err: Error, rule: string, enforced: boolean): Decision {
+    if (this.failOpen) return { verdict: 'allow', rule, retryAfterSeconds: null, enforced, charges: NO_CHARGES };
+    return { ...deny('(state-store)', `Limits cannot be checked right now (state store error: ${err.message}); the call was not forwarded.`), enforced };
+  }
+
+  private reserved(failed: number, charges: Charge[], entry: CompiledEntry | null, rule: string, ctx: CallContext, enforced: boolean): Decision {
+    if (failed < 0) return { verdict: 'allow', rule, retryAfterSeconds: null, enforced, charges };
+    const limit = (entry ? entry.checks.limits : this.policy.allTools.limits)[failed];
+    const retry = Math.max(1, Math.ceil((charges[failed].expiresAt - ctx.now) / 1000));
+    const what = limit.increment ? `a total of ${limit.max}` : `${limit.max} call${limit.max === 1 ? '' : 's'}`;
+    const message = limit.message ?? `Limit reached: ${what} per ${describeWindow(limit.seconds)} ("${limit.counter}", per ${limit.scope}). Try again in ${retry} s.`;
+    return { verdict: 'deny', rule: limit.pointer, message, retryAfterSeconds: retry, enforced, charges: NO_CHARGES };
+  }
+
+  /**
+   * Commits (ok) or rolls back (not ok) the reservation a decision took. A commit changes nothing
+   * (the units were taken at reservation); a rollback gives them back.
+   */
+  settle(decision: Decision, ok: boolean): Promise<void> | undefined {
+    if (ok || decision.charges.length === 0) return undefined;
+    const charges = decision.charges;
+    decision.charges = NO_CHARGES;
+    return this.counters.release(charges);
   }
 }

@@ -5,10 +5,3 @@ const NAMED: Record<string, number> = { second: 1, minute: 60, hour: 3600, day: 
 export function windowSeconds(window: Limit['window']): number {
   return typeof window === 'number' ? window : NAMED[window];
 }
-
-/** Fixed windows aligned to the UTC epoch, so a minute resets at :00 and a day at 00:00 UTC. */
-export function windowBounds(seconds: number, nowMs: number): { start: number; end: number } {
-  const size = seconds * 1000;
-  const start = Math.floor(nowMs / size) * size;
-  return { start, end: start + size };
-}

@@ -89,10 +89,10 @@ export async function runProxy(opts: RunOptions): Promise<number> {
     auditArgs: opts.auditArgs,
     identity: { sessionId: randomUUID(), serverName, grant: { label: opts.grant, tags: [] } },
     log,
-    toClient: (m) => { stdout.write(JSON.stringify(m) + '\n'); },
+    toClient: (m, raw) => { stdout.write((raw ?? JSON.stringify(m)) + '\n'); },
     toServer: (m: Json) => { upstream.send(m).catch((err: Error) => session.deliveryFailed(m, err.message)); },
   });
-  upstream.onmessage = (m) => session.fromServer(m);
+  upstream.onmessage = (m, raw) => session.fromServer(m, raw);
   const previousOnClose = upstream.onclose;
   upstream.onclose = (reason) => {
     previousOnClose?.(reason);

@@ -1,8 +1,6 @@
 import type { Logger } from 'pino';
 import type { AuditLog, AuditRef } from '../audit/index.js';
-import { maskSecrets } from '../audit/index.js';
 import { skeleton, type CallContext, type Decision, type Engine } from '../engine/index.js';
-import { canonicalJson, sha256 } from '../policy/index.js';
 import {
   badMethod, denialResult, depthExceeds, errorResponse, idKey, isObject, isValidId,
   INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, type Id, type Json,
@@ -21,7 +19,8 @@ export interface SessionOptions {
   /** Store argument values (secrets masked) in the audit log, not only their keys and hash. */
   auditArgs?: boolean;
   log: Logger;
-  toClient(message: Json): void;
+  /** `raw`, when given, is the message's exact JSON text (server messages passed on unchanged). */
+  toClient(message: Json, raw?: string): void;
   toServer(message: Json): void;
   /** Largest accepted nesting depth of tools/call arguments. */
   maxDepth?: number;
@@ -47,7 +46,9 @@ export class PolicySession {
   private readonly pending = new Map<string, Pending>();
   private readonly knownTools = new Map<string, string[]>();
   private readonly skeletons = new Map<string, string>();
-  private queue: Promise<void> = Promise.resolve();
+  /** Messages that arrived while an asynchronous decision was pending: order is kept. */
+  private backlog: unknown[] = [];
+  private busy = false;
   private closed = false;
   private readonly now: () => number;
 
@@ -72,16 +73,40 @@ export class PolicySession {
   }
 
   fromClient(message: unknown): void {
-    this.queue = this.queue.then(() => this.handleClient(message)).catch((err: Error) => {
-      this.opts.log.error({ err: err.message }, 'failed to handle a client message');
+    if (this.busy) this.backlog.push(message);
+    else this.process(message);
+  }
+
+  private process(message: unknown): void {
+    let result: void | Promise<void>;
+    try {
+      result = this.handleClient(message);
+    } catch (err) {
+      this.failed(message, err as Error);
+      return;
+    }
+    if (!(result instanceof Promise)) return;
+    this.busy = true;
+    result.catch((err: Error) => this.failed(message, err)).finally(() => {
+      this.busy = false;
+      while (!this.busy && this.backlog.length > 0) this.process(this.backlog.shift());
     });
+  }
+
+  /** A bug must not forward the message or kill the session: the request gets an internal error. */
+  private failed(message: unknown, err: Error): void {
+    this.opts.log.error({ err: err.message }, 'failed to handle a client message');
+    if (isObject(message) && isValidId(message.id) && Object.hasOwn(message, 'method')) {
+      this.pending.delete(idKey(message.id));
+      this.reject(message.id, INTERNAL_ERROR, 'Internal error in toolgate; the message was not forwarded');
+    }
   }
 
   private reject(id: Id | null, code: number, message: string): void {
     this.opts.toClient(errorResponse(id, code, message));
   }
 
-  private async handleClient(message: unknown): Promise<void> {
+  private handleClient(message: unknown): void | Promise<void> {
     if (Array.isArray(message)) {
       this.reject(null, INVALID_REQUEST, 'JSON-RPC batches are not supported: send one message per line');
       return;
@@ -135,10 +160,7 @@ export class PolicySession {
     if (method === 'initialize' && isObject(message.params) && isObject(message.params.clientInfo) && typeof message.params.clientInfo.name === 'string') {
       this.clientName = message.params.clientInfo.name;
     }
-    if (method === 'tools/call') {
-      await this.toolsCall(id as Id, key, message);
-      return;
-    }
+    if (method === 'tools/call') return this.toolsCall(id as Id, key, message);
     this.pending.set(key, { method, started: this.now() });
     this.opts.toServer(message);
   }
@@ -168,14 +190,13 @@ export class PolicySession {
       decision: decision as never,
       rule,
       message,
-      argKeys: Object.keys(ctx.args),
-      argsSha256: sha256(canonicalJson(ctx.args)),
-      args: auditArgs ? JSON.stringify(maskSecrets(ctx.args)) : undefined,
+      args: ctx.args,
+      storeArgValues: auditArgs,
       policyHash: engine.current.hash,
     });
   }
 
-  private async toolsCall(id: Id, key: string, message: Json): Promise<void> {
+  private toolsCall(id: Id, key: string, message: Json): void | Promise<void> {
     const params = message.params;
     if (!isObject(params) || typeof params.name !== 'string') {
       this.reject(id, INVALID_PARAMS, 'Invalid params: tools/call needs params.name as a string');
@@ -194,7 +215,12 @@ export class PolicySession {
     // Reserve the id before awaiting the decision, so a second request with this id is refused.
     const pending: Pending = { method: 'tools/call', started: ctx.now };
     this.pending.set(key, pending);
-    const decision = await this.opts.engine.decide(ctx, this.aliases(params.name));
+    const decision = this.opts.engine.decide(ctx, this.aliases(params.name));
+    if (decision instanceof Promise) return decision.then((d) => this.decided(id, key, message, ctx, pending, d));
+    this.decided(id, key, message, ctx, pending, decision);
+  }
+
+  private decided(id: Id, key: string, message: Json, ctx: CallContext, pending: Pending, decision: Decision): void {
     if (decision.verdict !== 'allow' && decision.enforced) {
       this.pending.delete(key);
       const approval = decision.verdict === 'approve';
@@ -206,7 +232,7 @@ export class PolicySession {
     }
     if (this.closed) {
       this.pending.delete(key);
-      await this.opts.engine.settle(decision, false);
+      this.finish({ method: 'tools/call', started: ctx.now, decision }, 'unreachable', false);
       this.reject(id, INTERNAL_ERROR, 'The upstream MCP server is not running');
       return;
     }
@@ -239,26 +265,31 @@ export class PolicySession {
   }
 
   private finish(pending: Pending, outcome: string, ok: boolean): void {
-    if (pending.decision) void this.opts.engine.settle(pending.decision, ok).catch((err: Error) => this.opts.log.error({ err: err.message }, 'could not release a reservation'));
+    if (pending.decision) {
+      const settled = this.opts.engine.settle(pending.decision, ok);
+      if (settled) settled.catch((err: Error) => this.opts.log.error({ err: err.message }, 'could not release a reservation'));
+    }
     if (pending.audit) this.opts.audit?.finish(pending.audit, outcome, this.now() - pending.started);
   }
 
-  fromServer(message: unknown): void {
+  /** A message from the server. Only tools/list answers are changed; everything else passes as it came. */
+  fromServer(message: unknown, raw?: string): void {
     if (!isObject(message)) {
-      this.opts.toClient(message as Json);
+      this.opts.toClient(message as Json, raw);
       return;
     }
     const isResponse = !Object.hasOwn(message, 'method') && isValidId(message.id);
     const pending = isResponse ? this.pending.get(idKey(message.id as Id)) : undefined;
     if (!pending) {
-      this.opts.toClient(message);
+      this.opts.toClient(message, raw);
       return;
     }
     this.pending.delete(idKey(message.id as Id));
     if (pending.method === 'tools/list' && isObject(message.result) && Array.isArray(message.result.tools)) {
-      message = { ...message, result: { ...message.result, tools: this.filterTools(message.result.tools) } };
+      this.opts.toClient({ ...message, result: { ...message.result, tools: this.filterTools(message.result.tools) } });
+    } else {
+      this.opts.toClient(message, raw);
     }
-    this.opts.toClient(message as Json);
     if (pending.method === 'tools/call') {
       const failed = Object.hasOwn(message as Json, 'error');
       const result = (message as Json).result;

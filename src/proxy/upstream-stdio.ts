@@ -16,7 +16,7 @@ export interface StdioUpstreamOptions {
 /** An MCP server as a child process speaking newline-delimited JSON; its stderr passes through. */
 export class StdioUpstream implements Upstream {
   readonly child: ChildProcess;
-  onmessage?: (message: unknown) => void;
+  onmessage?: (message: unknown, raw?: string) => void;
   onclose?: (reason: string) => void;
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 
@@ -45,7 +45,7 @@ export class StdioUpstream implements Upstream {
           opts.log.warn('the MCP server wrote a line that is not JSON to stdout; it was not passed on');
           return;
         }
-        this.onmessage?.(message);
+        this.onmessage?.(message, line);
       },
       () => opts.log.warn('the MCP server sent a message over the size limit; it was dropped'),
     );

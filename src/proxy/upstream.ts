@@ -4,7 +4,8 @@ import type { Json } from './messages.js';
 export interface Upstream {
   /** Resolves when handed over; rejects when the message could not be delivered. */
   send(message: Json): Promise<void>;
-  onmessage?: (message: unknown) => void;
+  /** `raw` is the message's own JSON text when the transport has it (stdio), to pass on unchanged. */
+  onmessage?: (message: unknown, raw?: string) => void;
   /** The upstream is gone for good (process exited, connection failed). */
   onclose?: (reason: string) => void;
   close(): Promise<void>;

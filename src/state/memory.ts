@@ -12,7 +12,7 @@ export class MemoryCounterStore implements CounterStore {
     return cell && cell.expiresAt > now ? cell.value : 0;
   }
 
-  reserveSync(charges: readonly Charge[], now: number): number {
+  reserve(charges: readonly Charge[], now: number): number {
     for (let i = 0; i < charges.length; i++) {
       const c = charges[i];
       let pending = c.amount;
@@ -26,10 +26,6 @@ export class MemoryCounterStore implements CounterStore {
     }
     if (now >= this.sweepAt) this.sweep(now);
     return -1;
-  }
-
-  async reserve(charges: readonly Charge[], now: number): Promise<number> {
-    return this.reserveSync(charges, now);
   }
 
   async release(charges: readonly Charge[]): Promise<void> {
@@ -52,7 +48,7 @@ export class MemoryCounterStore implements CounterStore {
 export class MemoryFlagStore implements FlagStore {
   private switches = new Map<KillScope, KillSwitchState>();
 
-  async killedFor(server: string): Promise<KillScope | null> {
+  killedFor(server: string): KillScope | null {
     if (this.switches.get('*')?.on) return '*';
     return this.switches.get(server)?.on ? server : null;
   }

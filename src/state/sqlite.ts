@@ -70,7 +70,7 @@ export class SqliteCounterStore implements CounterStore {
     return row && row.expires_at > now ? row.value : 0;
   }
 
-  reserveSync(charges: readonly Charge[], now: number): number {
+  reserve(charges: readonly Charge[], now: number): number {
     let result: number;
     try {
       result = this.reserveTx(charges, now);
@@ -83,10 +83,6 @@ export class SqliteCounterStore implements CounterStore {
       this.sweepStmt.run(now);
     }
     return result;
-  }
-
-  async reserve(charges: readonly Charge[], now: number): Promise<number> {
-    return this.reserveSync(charges, now);
   }
 
   async release(charges: readonly Charge[]): Promise<void> {
@@ -115,7 +111,7 @@ export class SqliteFlagStore implements FlagStore {
    * whenever another connection commits (another process flipping the switch), and this
    * connection's own writes clear the cache.
    */
-  async killedFor(server: string): Promise<KillScope | null> {
+  killedFor(server: string): KillScope | null {
     const version = this.dataVersion.get()!.data_version;
     if (version !== this.cache.version) this.cache = { version, answers: new Map() };
     const cached = this.cache.answers.get(server);

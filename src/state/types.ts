@@ -7,13 +7,16 @@ export interface Charge {
   expiresAt: number;
 }
 
+/** A value now, or later: stores in this process answer synchronously, remote ones (Redis) do not. */
+export type Awaitable<T> = T | Promise<T>;
+
 /**
  * Counters for limits. `reserve` takes every charge or none, atomically with respect to every
  * other caller of the same store (threads, processes or instances, depending on the store).
  */
 export interface CounterStore {
   /** Returns -1 when every charge was taken, else the index of the first charge that would pass its max (nothing taken). */
-  reserve(charges: readonly Charge[], now: number): Promise<number>;
+  reserve(charges: readonly Charge[], now: number): Awaitable<number>;
   /** Gives back charges taken by reserve (the upstream answered with an error or was unreachable). */
   release(charges: readonly Charge[]): Promise<void>;
   value(key: string, now: number): Promise<number>;
@@ -31,7 +34,7 @@ export interface KillSwitchState {
 /** The kill switch: gateway-wide (`*`) or per server. Read on every call. */
 export interface FlagStore {
   /** The scope that is on for this server (`*` wins), or null when calls may pass. */
-  killedFor(server: string): Promise<KillScope | null>;
+  killedFor(server: string): Awaitable<KillScope | null>;
   setKillSwitch(scope: KillScope, on: boolean, reason?: string): Promise<void>;
   listKillSwitches(): Promise<KillSwitchState[]>;
 }
