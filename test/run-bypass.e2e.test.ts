@@ -151,10 +151,21 @@ describe('bad input never gets a denied call to the server', () => {
     assert.match(e3.result.content[0].text, /POLICY DENIED.*Limit reached/, 'echo: 4 → one earlier allowed call (id 4) plus e1 use the 2 allowed');
   });
 
-  it('hidden tools vanish from tools/list', async () => {
-    const r = await raw.request('list', 'tools/list', {});
-    const names = r.result.tools.map((t: any) => t.name);
+  it('hidden tools vanish from tools/list, pagination cursors are kept', async () => {
+    const first = await raw.request('list', 'tools/list', {});
+    assert.equal(first.result.nextCursor, 'page-2');
+    const second = await raw.request('list2', 'tools/list', { cursor: 'page-2' });
+    const names = [...first.result.tools, ...second.result.tools].map((t: any) => t.name);
     assert.ok(!names.includes('read_file'));
-    assert.ok(names.includes('echo'));
+    assert.deepEqual(names, ['echo', 'delete_all', 'fail', 'hang', 'slow', 'refund']);
+  });
+
+  it('forwards cancellation to the server', async () => {
+    raw.send({ jsonrpc: '2.0', id: 'c1', method: 'tools/call', params: { name: 'hang', arguments: {} } });
+    raw.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'c1', reason: 'user pressed stop' } });
+    await raw.request('after-cancel', 'ping');
+    assert.ok(received().some((l) => l.includes('notifications/cancelled') && l.includes('"c1"')));
+    const reuse = await raw.request('c1', 'ping');
+    assert.deepEqual(reuse.result, {}, 'a cancelled id is free again');
   });
 });
