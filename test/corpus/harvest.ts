@@ -1,0 +1,106 @@
+// Fetches real tool definitions from MCP servers on npm, for the labelled corpus.
+// Usage: node --import tsx test/corpus/harvest.ts DIR_WITH_NODE_MODULES
+// Each server is started with placeholder credentials (enough for most to list their tools) and
+// asked for every page of tools/list; the answer is written to test/corpus/servers/<slug>.json.
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+
+interface Target { slug: string; pkg: string; args?: string[]; env?: Record<string, string> }
+
+const FAKE = 'placeholder-not-a-real-credential';
+const TARGETS: Target[] = [
+  { slug: 'everything', pkg: '@modelcontextprotocol/server-everything' },
+  { slug: 'filesystem', pkg: '@modelcontextprotocol/server-filesystem', args: ['/tmp'] },
+  { slug: 'memory', pkg: '@modelcontextprotocol/server-memory', env: { MEMORY_FILE_PATH: '/tmp/harvest-memory.jsonl' } },
+  { slug: 'github', pkg: '@modelcontextprotocol/server-github', env: { GITHUB_PERSONAL_ACCESS_TOKEN: FAKE } },
+  { slug: 'gitlab', pkg: '@modelcontextprotocol/server-gitlab', env: { GITLAB_PERSONAL_ACCESS_TOKEN: FAKE } },
+  { slug: 'slack', pkg: '@modelcontextprotocol/server-slack', env: { SLACK_BOT_TOKEN: FAKE, SLACK_TEAM_ID: 'T000' } },
+  { slug: 'postgres', pkg: '@modelcontextprotocol/server-postgres', args: ['postgresql://localhost/none'] },
+  { slug: 'puppeteer', pkg: '@modelcontextprotocol/server-puppeteer' },
+  { slug: 'brave-search', pkg: '@modelcontextprotocol/server-brave-search', env: { BRAVE_API_KEY: FAKE } },
+  { slug: 'google-maps', pkg: '@modelcontextprotocol/server-google-maps', env: { GOOGLE_MAPS_API_KEY: FAKE } },
+  { slug: 'sequential-thinking', pkg: '@modelcontextprotocol/server-sequential-thinking' },
+  { slug: 'redis', pkg: '@modelcontextprotocol/server-redis', args: ['redis://127.0.0.1:1'] },
+  { slug: 'aws-kb-retrieval', pkg: '@modelcontextprotocol/server-aws-kb-retrieval', env: { AWS_ACCESS_KEY_ID: FAKE, AWS_SECRET_ACCESS_KEY: FAKE, AWS_REGION: 'us-east-1' } },
+  { slug: 'gdrive', pkg: '@modelcontextprotocol/server-gdrive' },
+  { slug: 'everart', pkg: '@modelcontextprotocol/server-everart', env: { EVERART_API_KEY: FAKE } },
+  { slug: 'twilio', pkg: '@twilio-alpha/mcp', args: ['ACxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx/SKxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx:secret'] },
+  { slug: 'heroku', pkg: '@heroku/mcp-server', env: { HEROKU_API_KEY: FAKE } },
+  { slug: 'neon', pkg: '@neondatabase/mcp-server-neon', args: ['start', FAKE] },
+  { slug: 'kubernetes', pkg: 'mcp-server-kubernetes' },
+  { slug: 'hubspot', pkg: '@hubspot/mcp-server', env: { PRIVATE_APP_ACCESS_TOKEN: FAKE } },
+  { slug: 'playwright', pkg: '@playwright/mcp' },
+  { slug: 'chrome-devtools', pkg: 'chrome-devtools-mcp' },
+  { slug: 'context7', pkg: '@upstash/context7-mcp' },
+  { slug: 'supabase', pkg: '@supabase/mcp-server-supabase', env: { SUPABASE_ACCESS_TOKEN: FAKE } },
+  { slug: 'notion', pkg: '@notionhq/notion-mcp-server', env: { NOTION_TOKEN: FAKE } },
+  { slug: 'circleci', pkg: '@circleci/mcp-server-circleci', env: { CIRCLECI_TOKEN: FAKE } },
+  { slug: 'mongodb', pkg: 'mongodb-mcp-server' },
+  { slug: 'stripe', pkg: '@stripe/mcp', args: ['--tools=all', '--api-key=sk_test_placeholder'] },
+  { slug: 'tavily', pkg: 'tavily-mcp', env: { TAVILY_API_KEY: FAKE } },
+  { slug: 'firecrawl', pkg: 'firecrawl-mcp', env: { FIRECRAWL_API_KEY: FAKE } },
+  { slug: 'exa', pkg: 'exa-mcp-server', env: { EXA_API_KEY: FAKE } },
+  { slug: 'brave-search-official', pkg: '@brave/brave-search-mcp-server', env: { BRAVE_API_KEY: FAKE } },
+  { slug: 'gitlab-community', pkg: '@zereight/mcp-gitlab', env: { GITLAB_PERSONAL_ACCESS_TOKEN: FAKE } },
+  { slug: 'sentry', pkg: '@sentry/mcp-server', args: ['--access-token', FAKE] },
+  { slug: 'launchdarkly', pkg: '@launchdarkly/mcp-server', args: ['start', '--api-key', FAKE] },
+  { slug: 'figma', pkg: 'figma-developer-mcp', args: ['--stdio', '--figma-api-key', FAKE] },
+  { slug: 'datadog', pkg: '@winor30/mcp-server-datadog', env: { DATADOG_API_KEY: FAKE, DATADOG_APP_KEY: FAKE } },
+  { slug: 'perplexity', pkg: '@perplexity-ai/mcp-server', env: { PERPLEXITY_API_KEY: FAKE } },
+  { slug: 'shortcut', pkg: '@shortcut/mcp', env: { SHORTCUT_API_TOKEN: FAKE } },
+  { slug: 'mobile', pkg: '@mobilenext/mobile-mcp' },
+  { slug: 'cloud-run', pkg: '@google-cloud/cloud-run-mcp' },
+  { slug: 'playwright-executeautomation', pkg: '@executeautomation/playwright-mcp-server' },
+  { slug: 'mysql', pkg: '@benborla29/mcp-server-mysql', env: { MYSQL_HOST: '127.0.0.1', MYSQL_PORT: '1', MYSQL_USER: 'x', MYSQL_PASS: 'x', MYSQL_DB: 'x' } },
+  { slug: 'cloudflare', pkg: '@cloudflare/mcp-server-cloudflare', args: ['run', 'placeholder-account'] },
+  { slug: 'code-runner', pkg: 'mcp-server-code-runner' },
+  { slug: 'azure-devops', pkg: '@azure-devops/mcp', args: ['placeholder-org'] },
+  { slug: 'google-calendar', pkg: '@cocal/google-calendar-mcp' },
+  { slug: 'jira', pkg: '@aashari/mcp-server-atlassian-jira', env: { ATLASSIAN_SITE_NAME: 'x', ATLASSIAN_USER_EMAIL: 'x@example.com', ATLASSIAN_API_TOKEN: FAKE } },
+  { slug: 'paddle', pkg: '@paddle/paddle-mcp', env: { PADDLE_API_KEY: 'pdl_sdbx_apikey_placeholder', PADDLE_ENVIRONMENT: 'sandbox' } },
+];
+// stripe.json and paypal.json come from the agent toolkits' MCP servers (@stripe/agent-toolkit@0.7.11,
+// the last version with local tool definitions, and @paypal/agent-toolkit@1.8.0), constructed with
+// every action enabled and listed over the SDK's InMemoryTransport.
+
+function binOf(root: string, pkg: string): string {
+  const meta = JSON.parse(readFileSync(join(root, 'node_modules', pkg, 'package.json'), 'utf8'));
+  const bin = typeof meta.bin === 'string' ? meta.bin : Object.values(meta.bin ?? {})[0];
+  if (!bin) throw new Error(`${pkg} has no bin`);
+  return join(root, 'node_modules', pkg, bin as string);
+}
+
+async function harvest(root: string, t: Target): Promise<void> {
+  const meta = JSON.parse(readFileSync(join(root, 'node_modules', t.pkg, 'package.json'), 'utf8'));
+  const transport = new StdioClientTransport({
+    command: process.execPath, args: [binOf(root, t.pkg), ...(t.args ?? [])],
+    env: { ...(process.env as Record<string, string>), ...(t.env ?? {}) }, stderr: 'ignore',
+  });
+  const client = new Client({ name: 'toolgate-corpus', version: '1' }, { capabilities: { sampling: {}, elicitation: {}, roots: {} } });
+  const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error('timeout')), 25_000).unref());
+  try {
+    await Promise.race([client.connect(transport), timeout]);
+    const tools: unknown[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await Promise.race([client.listTools(cursor ? { cursor } : {}), timeout]);
+      tools.push(...page.tools);
+      cursor = page.nextCursor;
+    } while (cursor);
+    const info = client.getServerVersion();
+    const out = { server: { package: `${t.pkg}@${meta.version}`, name: info?.name, version: info?.version, instructions: client.getInstructions() ?? null }, tools };
+    writeFileSync(join(import.meta.dirname, 'servers', `${t.slug}.json`), JSON.stringify(out, null, 1) + '\n');
+    console.log(`${t.slug}: ${tools.length} tools`);
+  } catch (err) {
+    console.log(`${t.slug}: FAILED ${(err as Error).message}`);
+  } finally {
+    await client.close().catch(() => {});
+  }
+}
+
+const root = process.argv[2];
+const only = process.argv.slice(3);
+for (const t of TARGETS) if (only.length === 0 || only.includes(t.slug)) await harvest(root, t);
+process.exit(0);
