@@ -1,0 +1,2 @@
+export { classifyTool, classifyTools } from './classify.js';
+export * from './types.js';

@@ -1,0 +1,9 @@
+// The tuning loop's view: accuracy and mistakes on the training part only. The holdout servers
+// are never printed here; only test/risk-corpus.test.ts reports their accuracy.
+import { accuracy, classifyCorpus, formatAccuracy } from './corpus.js';
+
+const training = classifyCorpus().filter((e) => !e.holdout);
+console.log(formatAccuracy('training', accuracy(training)));
+for (const e of training.filter((x) => x.got.category !== x.label)) {
+  console.log(`${e.server}/${e.tool.name}: want ${e.label}, got ${e.got.category} — ${(e.tool.description ?? '').replace(/\s+/g, ' ').slice(0, 100)}`);
+}
