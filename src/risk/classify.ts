@@ -7,7 +7,7 @@ import {
   DEFAULT_RISK, RISKS, SEVERITY, type Category, type Classification, type Evidence, type Risk, type ServerContext,
   type Signal, type ToolDefinition,
 } from './types.js';
-import { nameWords, proseWords } from './words.js';
+import { nameWords } from './words.js';
 
 /**
  * Deterministic, explainable classification of what a tool can do (SPEC section 5). No model and
