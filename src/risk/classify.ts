@@ -1,5 +1,5 @@
 import {
-  AMBIGUOUS, BULK_WORDS, CREDENTIAL_WORDS, DETACHABLE_NOUNS, EXEC_NOUNS, EXEC_PROSE, HTTP_METHODS, isNoun, LIGHT_NOUNS,
+  AMBIGUOUS, DETACHABLE_NOUNS, EXEC_NOUNS, EXEC_PROSE, HTTP_METHODS, isNoun, LIGHT_NOUNS,
   lookupVerb, MONEY_MOVES, MONEY_NOUNS, MONEY_VERBS_ON_OBJECT, PHRASES, PROCESS_NOUNS, REPORT_NOUNS,
 } from './lexicon.js';
 import { signalsOf } from './signals.js';
@@ -286,4 +286,3 @@ export function classifyTools(tools: readonly ToolDefinition[], server: Omit<Ser
   return tools.map((t) => classifyTool(t, { ...server, siblings }));
 }
 
-export { CREDENTIAL_WORDS, BULK_WORDS };
