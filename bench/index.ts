@@ -1,6 +1,8 @@
 // npm run bench: every benchmark, each against a baseline measured in the same run.
+import { benchClassify } from './classify.js';
 import { benchDecisions } from './decisions.js';
 import { benchLatency } from './latency.js';
 
 await benchDecisions();
+await benchClassify();
 await benchLatency();

@@ -113,6 +113,14 @@ describe('decision order', () => {
     assert.equal((await e.decide(ctx('debugpy_session_status'))).rule, '(kill-switch)');
   });
 
+  it('a changed pin denies only when the policy says block', async () => {
+    const warn = await engineFor(REFUNDS).decide(ctx('debugpy_session_status'), { pinChanged: true });
+    assert.equal(warn.verdict, 'allow');
+    const d = await engineFor({ ...REFUNDS, pins: { on_change: 'block' } }).decide(ctx('debugpy_session_status'), { pinChanged: true });
+    assert.equal(d.rule, '(pin)');
+    assert.match(d.message!, /toolgate pin --accept/);
+  });
+
   it('all_tools deny_if with no conditions always denies', async () => {
     const d = await engineFor({ version: '1', default: 'allow', all_tools: { deny_if: [{ on_deny: 'maintenance' }] } }).decide(ctx('x'));
     assert.equal(d.rule, '/all_tools/deny_if/0');
@@ -156,7 +164,7 @@ describe('tool name matching', () => {
 
   it('known tool names with the same skeleton count as aliases', async () => {
     const e = engineFor({ version: '1', default: 'allow', tools: { Delete_Repo: { action: 'deny' } } });
-    assert.equal((await e.decide(ctx('DELETE_REPO'), ['Delete_Repo'])).verdict, 'deny');
+    assert.equal((await e.decide(ctx('DELETE_REPO'), { aliases: ['Delete_Repo'] })).verdict, 'deny');
   });
 });
 

@@ -52,16 +52,16 @@ describe('toolgate run: process lifecycle', () => {
     assert.equal(await raw.close(), 5);
   });
 
-  it('refuses to start on an invalid policy or a missing command, in one line, exit 2', async () => {
+  it('refuses to start on an invalid policy or without a command, in one line, exit 2', async () => {
     const dir = tempDir();
     const bad = writePolicy(dir, { version: '1', tools: { x: { action: 'maybe' } } });
     const r = await toolgate(['run', '-p', bad, '--', 'true'], dir);
     assert.equal(r.code, 2);
     assert.match(r.stderr, /^toolgate: invalid policy .*policy\.json:\d+:\d+: \/tools\/x\/action: must be one of/);
     assert.equal(r.stderr.trim().split('\n').length, 1);
-    const none = await toolgate(['run', '--', 'true'], dir);
-    assert.equal(none.code, 2);
-    assert.match(none.stderr, /needs a policy: -p/);
+    const nothing = await toolgate(['run', '-p', writePolicy(dir, ALLOW_ALL)], dir);
+    assert.equal(nothing.code, 2);
+    assert.match(nothing.stderr, /nothing to run/);
     const missing = await toolgate(['run', '-p', writePolicy(dir, ALLOW_ALL), '--', 'no-such-command-xyz'], dir);
     assert.equal(missing.code, 127);
     assert.match(missing.stderr, /command not found: no-such-command-xyz/);

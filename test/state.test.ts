@@ -73,6 +73,18 @@ for (const [name, open] of stores) {
       await s.close();
     });
 
+    it('pins: stored per server, replaced whole', async () => {
+      const s = open();
+      assert.equal(await s.pins.get('github'), null);
+      await s.pins.set('github', { create_issue: 'aa', delete_repo: 'bb' });
+      await s.pins.set('stripe', { create_refund: 'cc' });
+      assert.deepEqual(await s.pins.get('github'), { create_issue: 'aa', delete_repo: 'bb' });
+      await s.pins.set('github', { create_issue: 'dd' });
+      assert.deepEqual(await s.pins.get('github'), { create_issue: 'dd' });
+      assert.deepEqual(await s.pins.get('stripe'), { create_refund: 'cc' });
+      await s.close();
+    });
+
     it('kill switch: per server and gateway-wide', async () => {
       const s = open();
       assert.equal(await s.flags.killedFor('github'), null);

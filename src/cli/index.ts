@@ -3,6 +3,7 @@ import { registerAudit } from './audit.js';
 import { CliError } from './common.js';
 import { registerKillSwitch } from './kill-switch.js';
 import { registerPolicy } from './policy.js';
+import { registerRisk } from './risk.js';
 import { registerRun } from './run.js';
 
 export function buildProgram(): Command {
@@ -16,6 +17,7 @@ export function buildProgram(): Command {
   registerPolicy(program);
   registerAudit(program);
   registerKillSwitch(program);
+  registerRisk(program);
   for (const cmd of program.commands) {
     cmd.exitOverride();
     for (const sub of cmd.commands) sub.exitOverride();

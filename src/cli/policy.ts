@@ -4,7 +4,10 @@ import { CompiledPolicy, Engine } from '../engine/index.js';
 import { formatIssue, loadPolicyFile, policyJsonSchema, validatePolicyObject } from '../policy/index.js';
 import { importInterceptPolicy } from '../policy/import-intercept.js';
 import { openMemoryState } from '../state/memory.js';
+import { classifyTools, fetchListing, recommendPolicy, SourceError, type ToolDefinition } from '../risk/index.js';
 import { CliError, printJson } from './common.js';
+import { readTools } from './risk.js';
+import { resolveSource, sourceOptions, type SourceFlags } from './source.js';
 
 interface JsonFlag { json?: boolean }
 
@@ -57,6 +60,28 @@ export function registerPolicy(program: Command): void {
         for (const note of result.notes) process.stderr.write(`note: ${note}\n`);
       }
       if (!check.ok) process.exitCode = 1;
+    });
+
+  sourceOptions(policy
+    .command('recommend')
+    .description('the recommended policy for a server, as JSON: default deny, Read allowed, Write 30/min, Execute 10/min, Destructive and Financial need approval')
+    .option('--tools <file>', 'classify these tools instead of connecting (a tools/list result, an array or JSON Lines)')
+    .option('--json', 'print JSON only (the default)'))
+    .action(async (command: string[], flags: SourceFlags & { tools?: string }) => {
+      let tools: ToolDefinition[];
+      let server: { name?: string; instructions?: string };
+      if (flags.tools) ({ tools, server } = readTools(flags.tools));
+      else {
+        try {
+          const list = await fetchListing(resolveSource(command, flags, 'a server or --tools FILE'));
+          tools = list.tools;
+          server = { name: list.serverInfo.name, instructions: list.instructions ?? undefined };
+        } catch (err) {
+          if (err instanceof SourceError) throw new CliError(err.message);
+          throw err;
+        }
+      }
+      printJson(recommendPolicy(classifyTools(tools, server), tools, server.name));
     });
 
   policy

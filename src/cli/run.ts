@@ -25,7 +25,7 @@ export function registerRun(program: Command): void {
   program
     .command('run')
     .description('wrap one MCP server: stdio client ↔ toolgate ↔ stdio child (after --) or HTTP server (--upstream)')
-    .option('-p, --policy <file>', 'policy file (JSON or YAML)')
+    .option('-p, --policy <file>', "policy file (JSON or YAML); without it, toolgate's recommended policy for the server's tools")
     .option('--grant <label>', 'grant label the calls count against', 'local')
     .option('--state <dsn>', 'counter state: sqlite:PATH or memory: (default: sqlite under TOOLGATE_HOME)')
     .option('--audit <file>', 'audit log SQLite file (default: TOOLGATE_HOME/audit.db)')
@@ -39,9 +39,6 @@ export function registerRun(program: Command): void {
     .argument('[command...]', 'the MCP server command and its arguments, after --')
     .passThroughOptions()
     .action(async (command: string[], flags: RunFlags) => {
-      if (!flags.policy) {
-        throw new CliError('toolgate run needs a policy: -p POLICY.json (write one with the reference in docs/policy.md, or check it with toolgate policy validate)');
-      }
       let upstream: UpstreamSpec;
       if (flags.upstream) {
         if (command.length > 0) throw new CliError('give either --upstream URL or -- COMMAND, not both');

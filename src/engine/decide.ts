@@ -17,6 +17,14 @@ export interface Decision {
   approval?: { timeoutMs: number; via: string[] };
 }
 
+/** What the caller knows about the call beyond its context. */
+export interface DecideHints {
+  /** Names the server advertises that look like the called one. */
+  aliases?: readonly string[];
+  /** The tool's definition differs from its pin, or it was never pinned on a pinned server. */
+  pinChanged?: boolean;
+}
+
 export interface EngineOptions {
   policy: CompiledPolicy;
   counters: CounterStore;
@@ -143,8 +151,9 @@ export class Engine {
    * The whole decision order, including the kill switch and the atomic reservation of every
    * limit. Synchronous when the stores are (memory, SQLite), so the hot path has no await.
    */
-  decide(ctx: CallContext, aliases: readonly string[] = []): Decision | Promise<Decision> {
-    if (!this.flags) return this.afterKillSwitch(ctx, aliases, null);
+  decide(ctx: CallContext, hints: DecideHints = {}): Decision | Promise<Decision> {
+    const aliases = hints.aliases ?? [];
+    if (!this.flags) return this.afterKillSwitch(ctx, aliases, null, hints.pinChanged);
     let killed: ReturnType<FlagStore['killedFor']>;
     try {
       killed = this.flags.killedFor(ctx.server.name);
@@ -153,15 +162,18 @@ export class Engine {
     }
     if (killed instanceof Promise) {
       return killed.then(
-        (k) => this.afterKillSwitch(ctx, aliases, k),
-        () => this.afterKillSwitch(ctx, aliases, this.failOpen ? null : 'unknown'),
+        (k) => this.afterKillSwitch(ctx, aliases, k, hints.pinChanged),
+        () => this.afterKillSwitch(ctx, aliases, this.failOpen ? null : 'unknown', hints.pinChanged),
       );
     }
-    return this.afterKillSwitch(ctx, aliases, killed);
+    return this.afterKillSwitch(ctx, aliases, killed, hints.pinChanged);
   }
 
-  private afterKillSwitch(ctx: CallContext, aliases: readonly string[], killed: string | null): Decision | Promise<Decision> {
+  private afterKillSwitch(ctx: CallContext, aliases: readonly string[], killed: string | null, pinChanged?: boolean): Decision | Promise<Decision> {
     if (killed !== null) return deny('(kill-switch)', 'The kill switch is on: no tool calls are forwarded until an operator turns it off.');
+    if (pinChanged && this.policy.pinsOnChange === 'block') {
+      return deny('(pin)', `The definition of "${ctx.tool}" changed since it was pinned (or it is new); an operator must review and accept it with toolgate pin --accept.`);
+    }
     const enforced = !this.shadow;
     const e = this.evaluate(ctx, aliases);
     if (e.verdict !== 'allow') {

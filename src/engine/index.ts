@@ -2,5 +2,5 @@ export { CompiledPolicy, durationMs } from './compile.js';
 export type { CompiledEntry, Lookup } from './compile.js';
 export type { CallContext } from './conditions.js';
 export { Engine } from './decide.js';
-export type { Decision, EngineOptions, Verdict } from './decide.js';
+export type { DecideHints, Decision, EngineOptions, Verdict } from './decide.js';
 export { isPlainAscii, skeleton } from './names.js';

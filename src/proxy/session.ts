@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { AuditLog, AuditRef } from '../audit/index.js';
 import { skeleton, type CallContext, type Decision, type Engine } from '../engine/index.js';
+import type { PinGuard } from './pins.js';
 import {
   badMethod, denialResult, depthExceeds, errorResponse, idKey, isObject, isValidId,
   INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, type Id, type Json,
@@ -22,6 +23,10 @@ export interface SessionOptions {
   /** `raw`, when given, is the message's exact JSON text (server messages passed on unchanged). */
   toClient(message: Json, raw?: string): void;
   toServer(message: Json): void;
+  /** Pinned tool definitions to compare every tools/list answer with. */
+  pins?: PinGuard;
+  /** Called with every tools/list page before it is filtered (first: the page asked for without a cursor). */
+  onToolsListed?: (tools: unknown[], first: boolean) => void;
   /** Largest accepted nesting depth of tools/call arguments. */
   maxDepth?: number;
   now?: () => number;
@@ -30,6 +35,8 @@ export interface SessionOptions {
 interface Pending {
   method: string;
   started: number;
+  /** tools/list asked with a cursor (a later page). */
+  paged?: boolean;
   decision?: Decision;
   audit?: AuditRef;
 }
@@ -43,6 +50,8 @@ const APPROVAL_UNAVAILABLE = 'approvals are not available in this toolgate yet, 
  */
 export class PolicySession {
   clientName?: string;
+  /** The server's instructions from its initialize answer. */
+  serverInstructions?: string;
   private readonly pending = new Map<string, Pending>();
   private readonly knownTools = new Map<string, string[]>();
   private readonly skeletons = new Map<string, string>();
@@ -161,7 +170,8 @@ export class PolicySession {
       this.clientName = message.params.clientInfo.name;
     }
     if (method === 'tools/call') return this.toolsCall(id as Id, key, message);
-    this.pending.set(key, { method, started: this.now() });
+    const paged = method === 'tools/list' && isObject(message.params) && message.params.cursor !== undefined;
+    this.pending.set(key, { method, started: this.now(), paged });
     this.opts.toServer(message);
   }
 
@@ -215,7 +225,7 @@ export class PolicySession {
     // Reserve the id before awaiting the decision, so a second request with this id is refused.
     const pending: Pending = { method: 'tools/call', started: ctx.now };
     this.pending.set(key, pending);
-    const decision = this.opts.engine.decide(ctx, this.aliases(params.name));
+    const decision = this.opts.engine.decide(ctx, { aliases: this.aliases(params.name), pinChanged: this.opts.pins?.isChanged(params.name) });
     if (decision instanceof Promise) return decision.then((d) => this.decided(id, key, message, ctx, pending, d));
     this.decided(id, key, message, ctx, pending, decision);
   }
@@ -285,7 +295,11 @@ export class PolicySession {
       return;
     }
     this.pending.delete(idKey(message.id as Id));
+    if (pending.method === 'initialize' && isObject(message.result) && typeof message.result.instructions === 'string') {
+      this.serverInstructions = message.result.instructions;
+    }
     if (pending.method === 'tools/list' && isObject(message.result) && Array.isArray(message.result.tools)) {
+      this.opts.onToolsListed?.(message.result.tools, !pending.paged);
       this.opts.toClient({ ...message, result: { ...message.result, tools: this.filterTools(message.result.tools) } });
     } else {
       this.opts.toClient(message, raw);
@@ -297,13 +311,19 @@ export class PolicySession {
     }
   }
 
-  /** Removes hidden tools (under their own name and their skeleton) and remembers the rest for look-alike checks. */
+  /**
+   * Removes hidden tools (under their own name and their skeleton) and, when pins block, tools
+   * whose definitions changed; remembers the rest for look-alike checks.
+   */
   private filterTools(tools: unknown[]): unknown[] {
     const policy = this.opts.engine.current;
+    const changed = new Set(this.opts.pins?.review(tools) ?? []);
+    const blockChanged = policy.pinsOnChange === 'block';
     return tools.filter((tool) => {
       if (!isObject(tool) || typeof tool.name !== 'string') return true;
       const name = tool.name;
       if (policy.isHidden(name) || policy.isHidden(skeleton(name))) return false;
+      if (blockChanged && changed.has(name)) return false;
       const sk = skeleton(name);
       const names = this.knownTools.get(sk) ?? [];
       if (!names.includes(name)) this.knownTools.set(sk, [...names, name]);

@@ -41,8 +41,21 @@ function joinCompounds(words: string[]): string[] {
   return out;
 }
 
+const sentences = new Map<string, string>();
+
+/** The first sentence, lower-cased and without markdown (memoised: rationale and evidence quote it too). */
 function firstSentence(text: string): string {
-  const clean = text.replace(/[*`#>_]+/g, ' ').replace(/\s+/g, ' ').trim().toLowerCase();
+  let out = sentences.get(text);
+  if (out === undefined) {
+    out = computeFirstSentence(text);
+    if (sentences.size > 50_000) sentences.clear();
+    sentences.set(text, out);
+  }
+  return out;
+}
+
+function computeFirstSentence(text: string): string {
+  const clean = text.slice(0, 600).replace(/[*`#>_]+/g, ' ').replace(/\s+/g, ' ').trim().toLowerCase();
   const end = clean.search(/[.!?:;\n](\s|$)/);
   return (end > 0 ? clean.slice(0, end) : clean).slice(0, 240);
 }
@@ -171,23 +184,25 @@ function bump(risk: Risk, steps = 1): Risk {
 }
 
 const MEANING: Record<Category, string> = {
-  Read: 'it retrieves information and changes nothing',
-  Write: 'it creates or changes state in a bounded, usually reversible way',
-  Execute: 'it runs open-ended computation: code, queries, processes or actions in a browser or device',
-  Destructive: 'it deletes or irreversibly destroys data or resources, or removes protections',
-  Financial: 'it moves money or creates or changes a financial obligation',
+  Read: 'retrieve information and change nothing',
+  Write: 'create or change state in a bounded, usually reversible way',
+  Execute: 'run open-ended computation: code, queries, processes, or actions in a browser or on a device',
+  Destructive: 'delete or irreversibly destroy data or resources, or remove protections',
+  Financial: 'move money or create or change a financial obligation',
 };
 
-const capitalise = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
 
-export function classifyTool(tool: ToolDefinition, server: ServerContext = {}): Classification {
+/** What the sibling tools say about the server, computed once per server. */
+function browserLike(siblings: readonly string[]): boolean {
+  return siblings.some((s) => /click/.test(s)) && siblings.some((s) => /navigate|screenshot/.test(s));
+}
+
+export function classifyTool(tool: ToolDefinition, server: ServerContext = {}, siblingsBrowse = browserLike(server.siblings ?? [])): Classification {
   const description = (tool.description ?? '').trim();
   const title = (tool.title ?? tool.annotations?.title ?? '').trim();
   const serverText = `${server.name ?? ''} ${server.instructions ?? ''}`.toLowerCase();
-  const siblings = server.siblings ?? [];
   const words = joinCompounds(nameWords(tool.name));
-  const browser = BROWSER_SERVER.test((server.name ?? '').toLowerCase()) || words.some((w) => BROWSER_SERVER.test(w))
-    || (siblings.some((s) => /click/.test(s)) && siblings.some((s) => /navigate|screenshot/.test(s)));
+  const browser = siblingsBrowse || BROWSER_SERVER.test((server.name ?? '').toLowerCase()) || words.some((w) => BROWSER_SERVER.test(w));
   const lowerDescription = description.toLowerCase();
   const schemaText = JSON.stringify(tool.inputSchema ?? {}).toLowerCase();
   const ctx = {
@@ -229,7 +244,7 @@ export function classifyTool(tool: ToolDefinition, server: ServerContext = {}): 
     action = { ...action, category: 'Financial', why: 'the description says the call moves money' };
     evidence.push({ from: 'description', text: MONEY_MOVES.exec(lowerDescription)![0] });
   }
-  if (action && !description && fromName && (EXEC_PROSE.test(serverText) && action.category === 'Execute')) {
+  if (action && !description && fromName && action.category === 'Execute' && EXEC_PROSE.test(serverText)) {
     evidence.push({ from: 'server', text: firstSentence(server.instructions ?? server.name ?? '').slice(0, 120) });
   }
 
@@ -247,7 +262,6 @@ export function classifyTool(tool: ToolDefinition, server: ServerContext = {}): 
     evidence.push({ from: 'annotations', text: 'readOnlyHint: true' });
   }
   if (hints.destructiveHint === true && SEVERITY[category] < SEVERITY.Destructive && category !== 'Read') {
-    signals.push('annotation_conflict');
     risk = bump(risk);
     evidence.push({ from: 'annotations', text: 'destructiveHint: true' });
   }
@@ -263,12 +277,20 @@ export function classifyTool(tool: ToolDefinition, server: ServerContext = {}): 
 
   const unique = [...new Set(signals)] as Signal[];
   const parts: string[] = [];
-  if (action) parts.push(`${capitalise(action.why)}, so ${MEANING[category]}.`);
-  else parts.push(`Nothing in the name or description says what ${tool.name} does; it is treated as ${category} until someone looks.`);
+  if (action) {
+    const source = action === fromName ? `The name says “${action.verb}”` : action === fromDescription || action === fromTitle ? `The ${action === fromTitle ? 'title' : 'description'} says “${firstSentence(description || title).slice(0, 100)}”` : 'The description says so';
+    parts.push(`${source}: ${action.why}.`);
+    if (action === fromName && (fromDescription || fromTitle)) parts.push(`${agreement ? 'The description agrees' : 'The description reads'}: “${firstSentence(description || title).slice(0, 100)}”.`);
+    parts.push(`${category} tools ${MEANING[category]}.`);
+  } else {
+    parts.push(`Nothing in the name or description says what ${tool.name} does; it is treated as ${category} until someone looks.`);
+  }
+  if (!description && evidence.some((e) => e.from === 'server')) parts.push('The server\'s own description supplies the context.');
   if (category === 'Read' && unique.includes('credentials')) parts.push('It can return credentials, so the risk is raised to medium.');
   if (unique.includes('bulk') && category !== 'Read') parts.push('It acts on many items at once, so the risk is one step higher.');
   if (!description) parts.push('The description is empty, so confidence is lowered.');
-  if (unique.includes('annotation_conflict')) parts.push('The server\'s own hints disagree with its name; hints are self-reported, so the name decides and confidence is lowered.');
+  if (hints.destructiveHint === true && category !== 'Read' && SEVERITY[category] < SEVERITY.Destructive) parts.push('The server marks it destructive, so the risk is one step higher.');
+  if (unique.includes('annotation_conflict')) parts.push('The server\'s own hints disagree; hints are self-reported, so the name decides and confidence is lowered.');
   return {
     name: tool.name,
     category,
@@ -283,6 +305,8 @@ export function classifyTool(tool: ToolDefinition, server: ServerContext = {}): 
 /** Classifies every tool of one server, each with the others as its siblings. */
 export function classifyTools(tools: readonly ToolDefinition[], server: Omit<ServerContext, 'siblings'> = {}): Classification[] {
   const siblings = tools.map((t) => t.name);
-  return tools.map((t) => classifyTool(t, { ...server, siblings }));
+  const context = { ...server, siblings };
+  const browse = browserLike(siblings);
+  return tools.map((t) => classifyTool(t, context, browse));
 }
 

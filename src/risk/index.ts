@@ -1,2 +1,10 @@
 export { classifyTool, classifyTools } from './classify.js';
+export { ATTACKS, attacksFor } from './attacks.js';
+export { Catalog } from './catalog.js';
+export { buildRecord, gradeOf } from './record.js';
+export type { ServerRecord, ToolRecord, Verification } from './record.js';
+export { amountArgument, recommendedEntry, recommendPolicy, RULE_BY_CATEGORY } from './recommend.js';
+export { serverHtml, serverMarkdown, toolHtml, toolMarkdown, toolSlug } from './render.js';
+export { fetchListing, originOf, probeAuth, serverFingerprint, SourceError, toolFingerprint } from './source.js';
+export type { AuthPosture, Listing, Origin, Source } from './source.js';
 export * from './types.js';

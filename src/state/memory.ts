@@ -1,4 +1,4 @@
-import type { Charge, CounterStore, FlagStore, KillScope, KillSwitchState, StateStore } from './types.js';
+import type { Charge, CounterStore, FlagStore, KillScope, KillSwitchState, PinStore, StateStore } from './types.js';
 
 interface Cell { value: number; expiresAt: number }
 
@@ -62,6 +62,16 @@ export class MemoryFlagStore implements FlagStore {
   }
 }
 
+export class MemoryPinStore implements PinStore {
+  private readonly pins = new Map<string, Record<string, string>>();
+  get(server: string): Record<string, string> | null {
+    return this.pins.get(server) ?? null;
+  }
+  set(server: string, pins: Record<string, string>): void {
+    this.pins.set(server, { ...pins });
+  }
+}
+
 export function openMemoryState(): StateStore {
-  return { kind: 'memory', counters: new MemoryCounterStore(), flags: new MemoryFlagStore(), close: async () => {} };
+  return { kind: 'memory', counters: new MemoryCounterStore(), flags: new MemoryFlagStore(), pins: new MemoryPinStore(), close: async () => {} };
 }

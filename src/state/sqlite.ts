@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
-import type { Charge, CounterStore, FlagStore, KillScope, KillSwitchState, StateStore } from './types.js';
+import type { Charge, CounterStore, FlagStore, KillScope, KillSwitchState, PinStore, StateStore } from './types.js';
 
 /**
  * Opens a SQLite database the way every toolgate file wants it: WAL (readers never block the
@@ -137,12 +137,32 @@ export class SqliteFlagStore implements FlagStore {
   }
 }
 
+export class SqlitePinStore implements PinStore {
+  constructor(private readonly db: Database.Database) {
+    db.exec('CREATE TABLE IF NOT EXISTS pins (server TEXT NOT NULL, tool TEXT NOT NULL, fingerprint TEXT NOT NULL, PRIMARY KEY (server, tool)) WITHOUT ROWID');
+  }
+
+  get(server: string): Record<string, string> | null {
+    const rows = this.db.prepare<[string], { tool: string; fingerprint: string }>('SELECT tool, fingerprint FROM pins WHERE server = ?').all(server);
+    return rows.length === 0 ? null : Object.fromEntries(rows.map((r) => [r.tool, r.fingerprint]));
+  }
+
+  set(server: string, pins: Record<string, string>): void {
+    const insert = this.db.prepare('INSERT INTO pins (server, tool, fingerprint) VALUES (?, ?, ?)');
+    this.db.transaction(() => {
+      this.db.prepare('DELETE FROM pins WHERE server = ?').run(server);
+      for (const [tool, fp] of Object.entries(pins)) insert.run(server, tool, fp);
+    }).immediate();
+  }
+}
+
 export function openSqliteState(file: string): StateStore {
   const db = openDatabase(file);
   return {
     kind: 'sqlite',
     counters: new SqliteCounterStore(db),
     flags: new SqliteFlagStore(db),
+    pins: new SqlitePinStore(db),
     close: async () => { closeDatabase(db); },
   };
 }

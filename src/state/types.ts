@@ -39,9 +39,17 @@ export interface FlagStore {
   listKillSwitches(): Promise<KillSwitchState[]>;
 }
 
+/** Pinned tool fingerprints per server (rug-pull defence): tool name → SHA-256 of its definition. */
+export interface PinStore {
+  get(server: string): Awaitable<Record<string, string> | null>;
+  /** Replaces the server's pins. */
+  set(server: string, pins: Record<string, string>): Awaitable<void>;
+}
+
 export interface StateStore {
   readonly kind: 'memory' | 'sqlite';
   readonly counters: CounterStore;
   readonly flags: FlagStore;
+  readonly pins: PinStore;
   close(): Promise<void>;
 }

@@ -1,0 +1,163 @@
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Command } from 'commander';
+import { deriveServerName } from '../proxy/run.js';
+import {
+  buildRecord, classifyTools, fetchListing, serverHtml, serverMarkdown, SourceError, toolFingerprint, toolHtml,
+  toolMarkdown, toolSlug, type Listing, type Source, type ToolDefinition,
+} from '../risk/index.js';
+import { openState, StateError, type StateStore } from '../state/index.js';
+import { CliError, printJson, stateDsn } from './common.js';
+import { catalog, resolveSource, sourceOptions, type SourceFlags } from './source.js';
+
+/** Reads FILE or stdin as a tools/list result, an array of tools, or JSON Lines of tools. */
+export function readTools(file: string | undefined): { tools: ToolDefinition[]; server: { name?: string; instructions?: string } } {
+  let text: string;
+  try {
+    text = !file || file === '-' ? readFileSync(0, 'utf8') : readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new CliError(`cannot read ${file ?? 'stdin'}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+  let parsed: unknown;
+  let tools: unknown[];
+  let server: { name?: string; instructions?: string } = {};
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  if (parsed !== undefined && Array.isArray(parsed)) tools = parsed;
+  else if (parsed && typeof parsed === 'object' && Array.isArray((parsed as { tools?: unknown }).tools)) {
+    tools = (parsed as { tools: unknown[] }).tools;
+    const s = (parsed as { server?: { name?: unknown; instructions?: unknown } }).server;
+    if (s && typeof s === 'object') server = { name: typeof s.name === 'string' ? s.name : undefined, instructions: typeof s.instructions === 'string' ? s.instructions : undefined };
+  } else if (parsed && typeof parsed === 'object') tools = [parsed];
+  else {
+    tools = [];
+    text.split('\n').forEach((line, i) => {
+      if (!line.trim()) return;
+      try { tools.push(JSON.parse(line)); } catch { throw new CliError(`${!file || file === '-' ? 'stdin' : file}:${i + 1}: not JSON: expected a tools/list result, an array of tools or one tool per line`); }
+    });
+  }
+  tools.forEach((t, i) => {
+    if (!t || typeof t !== 'object' || typeof (t as { name?: unknown }).name !== 'string') throw new CliError(`tool #${i + 1} has no "name" string`);
+  });
+  return { tools: tools as ToolDefinition[], server };
+}
+
+async function withState<T>(flags: { state?: string }, fn: (state: StateStore) => Promise<T>): Promise<T> {
+  let state: StateStore;
+  try { state = openState(stateDsn(flags)); } catch (err) { if (err instanceof StateError) throw new CliError(err.message); throw err; }
+  try { return await fn(state); } finally { await state.close(); }
+}
+
+async function listing(source: Source): Promise<Listing> {
+  try { return await fetchListing(source); } catch (err) { if (err instanceof SourceError) throw new CliError(err.message); throw err; }
+}
+
+/** The name pins are stored under: the same name toolgate run uses for counters and audit. */
+export function pinName(source: Source, explicit?: string): string {
+  if (explicit) return explicit;
+  return source.kind === 'url' ? deriveServerName({ url: source.url, headers: {} }) : deriveServerName({ command: source.command, args: source.args });
+}
+
+export function registerRisk(program: Command): void {
+  program
+    .command('classify')
+    .description('classify tools: JSON Lines of {name, category, risk, confidence, signals, rationale, evidence}, in input order')
+    .argument('[file]', 'a tools/list result, a JSON array of tools, or JSON Lines of tools; - or nothing for stdin')
+    .option('--json', 'JSON Lines (the only output format)')
+    .action((file: string | undefined) => {
+      const { tools, server } = readTools(file);
+      const out = classifyTools(tools, server).map((c) => JSON.stringify(c)).join('\n');
+      if (out) process.stdout.write(out + '\n');
+    });
+
+  sourceOptions(program
+    .command('record')
+    .description('the server record: identity, auth posture, capabilities, risk grade, every tool classified, the recommended policy')
+    .option('--format <format>', 'json, md or html', 'json')
+    .option('-o, --output <path>', 'json: a file; md and html: a folder for the server page and one page per tool')
+    .option('--name <server>', 'name the pins are kept under (default: as toolgate run names it)')
+    .option('--state <dsn>', 'state store with the pins (default: sqlite under TOOLGATE_HOME)')
+    .option('--no-catalog', 'do not store the record in the local catalog')
+    .option('--json', 'same as --format json'))
+    .action(async (command: string[], flags: SourceFlags & { format: string; output?: string; name?: string; state?: string; catalog: boolean; json?: boolean }) => {
+      const format = flags.json ? 'json' : flags.format;
+      if (!['json', 'md', 'html'].includes(format)) throw new CliError('--format takes json, md or html');
+      const source = resolveSource(command, flags);
+      const list = await listing(source);
+      const record = await withState(flags, async (state) => buildRecord(list, await state.pins.get(pinName(source, flags.name))));
+      if (flags.catalog) catalog().save(record);
+      if (format === 'json') {
+        if (flags.output) writeFileSync(flags.output, JSON.stringify(record, null, 2) + '\n');
+        else printJson(record);
+        return;
+      }
+      const ext = format === 'md' ? 'md' : 'html';
+      const server = format === 'md' ? serverMarkdown(record) : serverHtml(record);
+      if (!flags.output) {
+        process.stdout.write(server);
+        return;
+      }
+      mkdirSync(join(flags.output, 'tools'), { recursive: true });
+      writeFileSync(join(flags.output, `index.${ext}`), server);
+      for (const t of record.tools) {
+        const page = format === 'md' ? toolMarkdown(record, t) : toolHtml(record, t);
+        writeFileSync(join(flags.output, 'tools', `${toolSlug(t.name)}.${ext}`), page);
+      }
+      process.stderr.write(`wrote ${join(flags.output, `index.${ext}`)} and ${record.tools.length} tool pages (grade ${record.grade.letter})\n`);
+    });
+
+  program
+    .command('records')
+    .description('list the local catalog of server records, or search it by server or tool name')
+    .argument('[search]', '"search" followed by text, or the text itself')
+    .argument('[text]')
+    .option('--json', 'print JSON only')
+    .action((a: string | undefined, b: string | undefined, flags: { json?: boolean }) => {
+      const text = a === 'search' ? (b ?? '') : (a ?? '');
+      const found = catalog().search(text);
+      if (flags.json) {
+        printJson(found.map((r) => ({
+          name: r.identity.serverInfo.name, version: r.identity.serverInfo.version ?? null, package: r.identity.origin.package ?? null,
+          grade: r.grade.letter, tools: r.tools.length, counts: r.counts, verification: r.identity.verification, generatedAt: r.generatedAt,
+        })));
+        return;
+      }
+      if (found.length === 0) process.stdout.write(text ? `no records match "${text}"\n` : 'the catalog is empty: toolgate record -- COMMAND adds a server\n');
+      for (const r of found) {
+        const id = r.identity;
+        process.stdout.write(`${r.grade.letter}  ${id.serverInfo.name}${id.serverInfo.version ? ` ${id.serverInfo.version}` : ''}  ${r.tools.length} tools (${Object.entries(r.counts).filter(([, n]) => n > 0).map(([c, n]) => `${n} ${c}`).join(', ')})  ${id.verification}  ${id.origin.package ?? id.origin.url ?? ''}\n`);
+      }
+    });
+
+  sourceOptions(program
+    .command('pin')
+    .description("record each tool's fingerprint; later changes are warned about or blocked (pins.on_change)")
+    .option('--accept', 'accept the current definitions, replacing pins that changed')
+    .option('--name <server>', 'name the pins are kept under (default: as toolgate run names it)')
+    .option('--state <dsn>', 'state store (default: sqlite under TOOLGATE_HOME)')
+    .option('--json', 'print JSON only'))
+    .action(async (command: string[], flags: SourceFlags & { accept?: boolean; name?: string; state?: string; json?: boolean }) => {
+      const source = resolveSource(command, flags);
+      const name = pinName(source, flags.name);
+      const list = await listing(source);
+      const current = Object.fromEntries(list.tools.map((t) => [t.name, toolFingerprint(t)]));
+      const result = await withState(flags, async (state) => {
+        const before = await state.pins.get(name);
+        const changed = before ? Object.keys(current).filter((t) => before[t] !== undefined && before[t] !== current[t]) : [];
+        const added = before ? Object.keys(current).filter((t) => before[t] === undefined) : [];
+        const removed = before ? Object.keys(before).filter((t) => current[t] === undefined) : [];
+        const differs = changed.length + added.length + removed.length > 0;
+        if (before && differs && !flags.accept) return { server: name, pinned: false, changed, added, removed };
+        await state.pins.set(name, current);
+        return { server: name, pinned: true, tools: Object.keys(current).length, changed, added, removed };
+      });
+      if (flags.json) printJson(result);
+      else if (!result.pinned) {
+        process.stdout.write(`${name}: definitions differ from the pins — changed: ${result.changed.join(', ') || 'none'}; new: ${result.added.join(', ') || 'none'}; gone: ${result.removed.join(', ') || 'none'}.\nReview them (toolgate record), then run again with --accept.\n`);
+      } else process.stdout.write(`${name}: pinned ${(result as { tools: number }).tools} tools${result.changed.length + result.added.length ? ` (accepted ${[...result.changed, ...result.added].join(', ')})` : ''}\n`);
+      if (!result.pinned) process.exitCode = 1;
+    });
+}

@@ -1,0 +1,142 @@
+import type { PolicyInput } from '../policy/schema.js';
+import { attacksFor } from './attacks.js';
+import { classifyTools } from './classify.js';
+import { recommendedEntry, recommendPolicy, verdictOf, type Verdict } from './recommend.js';
+import { serverFingerprint, toolFingerprint, type AuthPosture, type Listing, type Origin } from './source.js';
+import { CATEGORIES, RISKS, type Category, type Classification, type Risk, type ToolDefinition } from './types.js';
+
+export type Verification = 'pinned' | 'changed' | 'unpinned';
+
+export interface ToolRecord {
+  name: string;
+  title?: string;
+  description: string;
+  fingerprint: string;
+  classification: Classification;
+  attacks: { id: string; title: string; description: string; mitigation: string }[];
+  verdict: Verdict;
+  /** The recommended rule for this tool alone, as the seeds show it. */
+  policy: PolicyInput;
+  faq: { q: string; a: string }[];
+}
+
+export interface ServerRecord {
+  kind: 'toolgate.server-record';
+  format: 1;
+  generatedAt: string;
+  identity: {
+    serverInfo: Listing['serverInfo'];
+    protocolVersion: string | null;
+    origin: Origin;
+    fingerprint: string;
+    verification: Verification;
+    changedTools: string[];
+    instructions: string | null;
+  };
+  auth: AuthPosture;
+  capabilities: {
+    tools: { count: number; listChanged: boolean };
+    resources: { count: number; templates: number; subscribe: boolean; listChanged: boolean };
+    prompts: { count: number; listChanged: boolean };
+    logging: boolean;
+    completions: boolean;
+  };
+  grade: { letter: 'A' | 'B' | 'C' | 'D' | 'F'; points: number; reasons: string[] };
+  counts: Record<Category, number>;
+  riskiest: { name: string; category: Category; risk: Risk; confidence: number }[];
+  tools: ToolRecord[];
+  recommendedPolicy: PolicyInput;
+}
+
+const LETTERS = ['A', 'B', 'C', 'D', 'F'] as const;
+
+/**
+ * The risk grade (docs/risk.md): points from the riskiest tool (low 0 … critical 3), one more
+ * when three or more tools are high or critical, one for a URL that answers without credentials,
+ * one for a URL without TLS, one when pinned definitions changed. A 0, B 1, C 2, D 3, F 4+.
+ * Adding a tool, raising a risk or weakening the posture never improves the grade.
+ */
+export function gradeOf(classifications: readonly Classification[], auth: AuthPosture, verification: Verification): ServerRecord['grade'] {
+  const reasons: string[] = [];
+  let points = 0;
+  const worst = classifications.reduce((m, c) => Math.max(m, RISKS.indexOf(c.risk)), 0);
+  if (classifications.length > 0) {
+    points += worst;
+    reasons.push(`riskiest tool is ${RISKS[worst]} (+${worst})`);
+  }
+  const severe = classifications.filter((c) => c.risk === 'high' || c.risk === 'critical').length;
+  if (severe >= 3) { points++; reasons.push(`${severe} tools are high or critical (+1)`); }
+  if (auth.kind === 'open') { points++; reasons.push('answers without credentials (+1)'); }
+  if (auth.tls === false) { points++; reasons.push('no TLS (+1)'); }
+  if (verification === 'changed') { points++; reasons.push('tool definitions changed since they were pinned (+1)'); }
+  return { letter: LETTERS[Math.min(points, 4)], points, reasons };
+}
+
+function faq(tool: ToolDefinition, c: Classification, serverName: string, rule: PolicyInput): ToolRecord['faq'] {
+  const entry = JSON.stringify(rule.tools?.[c.name] ?? {});
+  return [
+    { q: `What does ${c.name} do?`, a: tool.description?.trim() || `${c.name} has no description. ${c.rationale}` },
+    { q: `What risk level is ${c.name}?`, a: `${c.name} is a ${c.category} tool with ${c.risk} risk (confidence ${c.confidence}). ${c.rationale}` },
+    { q: `How do I enforce a policy on ${c.name}?`, a: `Run ${serverName} through toolgate — \`toolgate run -p policy.json -- <server command>\`, or as a server of \`toolgate serve\` — with an entry for ${c.name} under "tools". Toolgate checks every call before it reaches the server. The recommended entry is ${entry}.` },
+    { q: `Can I rate-limit ${c.name}?`, a: `Yes: give its entry a limit, e.g. {"limits": [{"counter": "${c.name}_rate", "window": "minute", "max": 10, "scope": "grant"}]}. Windows are aligned to UTC; a denied call tells the agent when the window resets.` },
+    { q: `How do I block ${c.name} completely?`, a: `Set {"action": "deny", "on_deny": "…"} on its entry — the agent gets the message as a tool error — or add "${c.name}" to "hide" to remove it from tools/list as well.` },
+    { q: `Which MCP server provides ${c.name}?`, a: `${serverName}.` },
+  ];
+}
+
+/** Builds the record of a server from what it listed, against its pins (null: never pinned). */
+export function buildRecord(listing: Listing, pins: Record<string, string> | null): ServerRecord {
+  const serverName = listing.serverInfo.title || listing.serverInfo.name;
+  const classifications = classifyTools(listing.tools, { name: listing.serverInfo.name, instructions: listing.instructions ?? undefined });
+  const fingerprints = listing.tools.map((t) => toolFingerprint(t));
+  const changedTools = pins ? listing.tools.filter((t, i) => pins[t.name] !== fingerprints[i]).map((t) => t.name) : [];
+  const verification: Verification = !pins ? 'unpinned' : changedTools.length > 0 ? 'changed' : 'pinned';
+  const tools: ToolRecord[] = listing.tools.map((tool, i) => {
+    const c = classifications[i];
+    const policy: PolicyInput = { version: '1', default: 'deny', tools: { [c.name]: recommendedEntry(c, tool) } };
+    return {
+      name: tool.name,
+      title: tool.title ?? tool.annotations?.title,
+      description: tool.description ?? '',
+      fingerprint: fingerprints[i],
+      classification: c,
+      attacks: attacksFor(c).map(({ id, title, description, mitigation }) => ({ id, title, description, mitigation })),
+      verdict: verdictOf(c),
+      policy,
+      faq: faq(tool, c, serverName, policy),
+    };
+  });
+  const counts = Object.fromEntries(CATEGORIES.map((cat) => [cat, classifications.filter((c) => c.category === cat).length])) as Record<Category, number>;
+  const riskiest = [...classifications]
+    .sort((a, b) => RISKS.indexOf(b.risk) - RISKS.indexOf(a.risk) || b.confidence - a.confidence)
+    .slice(0, 5)
+    .map(({ name, category, risk, confidence }) => ({ name, category, risk, confidence }));
+  const caps = listing.capabilities as Record<string, Record<string, unknown> | undefined>;
+  return {
+    kind: 'toolgate.server-record',
+    format: 1,
+    generatedAt: new Date().toISOString(),
+    identity: {
+      serverInfo: listing.serverInfo,
+      protocolVersion: listing.protocolVersion,
+      origin: listing.origin,
+      fingerprint: serverFingerprint(listing.tools, listing.instructions),
+      verification,
+      changedTools,
+      instructions: listing.instructions,
+    },
+    auth: listing.auth,
+    capabilities: {
+      tools: { count: listing.tools.length, listChanged: caps.tools?.listChanged === true },
+      resources: { count: listing.resources.length, templates: listing.resourceTemplates.length, subscribe: caps.resources?.subscribe === true, listChanged: caps.resources?.listChanged === true },
+      prompts: { count: listing.prompts.length, listChanged: caps.prompts?.listChanged === true },
+      logging: caps.logging !== undefined,
+      completions: caps.completions !== undefined,
+    },
+    grade: gradeOf(classifications, listing.auth, verification),
+    counts,
+    riskiest,
+    tools,
+    recommendedPolicy: recommendPolicy(classifications, listing.tools, serverName),
+  };
+}

@@ -1,0 +1,60 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { existsSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { promisify } from 'node:util';
+import { chromium, type Browser } from 'playwright-core';
+import { BIN, FILESYSTEM, tempDir, testEnv } from './helpers/toolgate.js';
+
+const exec = promisify(execFile);
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+
+/** The record pages as a person sees them: Debian's Chromium, headless, driven by playwright-core. */
+describe('record HTML in a real browser', () => {
+  let browser: Browser;
+  let dir: string;
+  before(async () => {
+    assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: apt-get install chromium (.ci/run does)`);
+    dir = join(tempDir(), 'record');
+    const home = tempDir();
+    await exec(process.execPath, [BIN, 'record', '--format', 'html', '-o', dir, '--', process.execPath, FILESYSTEM, home], { env: testEnv(home) });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
+  });
+  after(() => browser?.close());
+
+  it('the server page shows the grade, identity and every tool, each linked to its page', async () => {
+    const page = await browser.newPage();
+    await page.goto(`file://${join(dir, 'index.html')}`);
+    assert.equal(await page.title(), 'secure-filesystem-server: Risk & Policy');
+    assert.equal((await page.locator('.grade').innerText()).trim(), 'D');
+    for (const heading of ['Identity', 'Tools by category', 'Every tool', 'Recommended policy']) {
+      assert.ok(await page.getByRole('heading', { name: heading }).isVisible(), heading);
+    }
+    const links = await page.locator('table a').count();
+    assert.equal(links, 14);
+    const shot = join(dir, 'server.png');
+    await page.screenshot({ path: shot, fullPage: true });
+    assert.ok(statSync(shot).size > 20_000, 'the page renders real content');
+    await page.close();
+  });
+
+  it('a tool page has the seed record sections and the policy as code', async () => {
+    const page = await browser.newPage();
+    await page.goto(`file://${join(dir, 'index.html')}`);
+    await page.click('text=write_file');
+    assert.match(page.url(), /tools\/write_file\.html$/);
+    for (const heading of ['What it does', 'Why it needs a policy', 'Attacks that exploit this kind of access', 'Verdict', 'FAQ']) {
+      assert.ok(await page.getByRole('heading', { name: heading }).isVisible(), heading);
+    }
+    assert.match(await page.locator('pre code').innerText(), /"write_file_rate"/);
+    await page.click('summary >> text=Path traversal');
+    assert.ok(await page.getByText('starts_with', { exact: false }).first().isVisible());
+    await page.click('text=← secure-filesystem-server');
+    assert.match(page.url(), /index\.html$/);
+    await page.close();
+  });
+});
