@@ -352,10 +352,9 @@ describe('pins: rug-pull defence', () => {
 describe('toolgate run without -p', () => {
   it('applies the recommended policy for the server it wraps, and says so once', async () => {
     const home = tempDir();
-    const { connectThroughToolgate, denialText } = await import('./helpers/toolgate.js');
+    const { denialText } = await import('./helpers/toolgate.js');
     const { StdioClientTransport } = await import('@modelcontextprotocol/sdk/client/stdio.js');
     const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
-    void connectThroughToolgate;
     const transport = new StdioClientTransport({ command: process.execPath, args: [BIN, 'run', '--', process.execPath, MEMORY], env: testEnv(home, { MEMORY_FILE_PATH: join(home, 'm.jsonl'), TOOLGATE_LOG_LEVEL: 'info' }), stderr: 'pipe' });
     let stderr = '';
     transport.stderr!.on('data', (d) => { stderr += d; });

@@ -12,10 +12,6 @@ export function nameWords(name: string): string[] {
     .filter(Boolean);
 }
 
-export function proseWords(text: string): string[] {
-  return text.toLowerCase().split(/[^a-z0-9]+/).filter(Boolean);
-}
-
 /**
  * Candidate base forms of a word, most literal first: "deletes" → deletes, delete; "created" →
  * created, create, creat; "running" → running, runn, run. A lexicon lookup takes the first that
