@@ -63,7 +63,7 @@ async function measureInterleaved(setups: Record<string, string[]>, calls: numbe
   return times;
 }
 
-export async function benchLatency(calls = 2000, rounds = 5): Promise<Record<string, { p50: number; p99: number }>> {
+export async function benchLatency(calls = 2000, rounds = Number(process.env.BENCH_ROUNDS ?? 5)): Promise<Record<string, { p50: number; p99: number }>> {
   const dir = mkdtempSync(join(tmpdir(), 'tg-latency-'));
   const policy = join(dir, 'policy.json');
   writeFileSync(policy, JSON.stringify({

@@ -87,10 +87,9 @@ const HASHED_FIELDS = ['ts', 'instance', 'kind', 'server', 'grant_label', 'sessi
 const FLUSH_EVERY_MS = 50;
 const FLUSH_AT = 256;
 
+/** SHA-256 over the previous row's hash and this row's fields, in a fixed order. */
 function rowHash(prev: string, row: Record<string, unknown>): string {
-  const fields: Record<string, unknown> = {};
-  for (const f of HASHED_FIELDS) fields[f] = row[f] ?? null;
-  return sha256(prev + '\n' + canonicalJson(fields));
+  return sha256(prev + '\n' + JSON.stringify(HASHED_FIELDS.map((f) => row[f] ?? null)));
 }
 
 function outcomeHash(hash: string, outcome: string, latency: number | null): string {
