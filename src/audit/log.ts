@@ -8,7 +8,7 @@ import { maskSecrets } from './mask.js';
 import { closeDatabase, openDatabase } from '../state/sqlite.js';
 
 export type AuditDecision = 'allow' | 'deny' | 'shadow_deny' | 'approved' | 'rejected' | 'timeout' | 'error';
-export type AuditKind = 'call' | 'policy_reload' | 'kill_switch' | 'start';
+export type AuditKind = 'call' | 'policy_reload' | 'kill_switch' | 'start' | 'auth' | 'grant';
 
 export interface AuditEvent {
   kind: AuditKind;

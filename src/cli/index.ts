@@ -3,8 +3,10 @@ import { registerAudit } from './audit.js';
 import { CliError } from './common.js';
 import { registerKillSwitch } from './kill-switch.js';
 import { registerPolicy } from './policy.js';
+import { registerGrants } from './grants.js';
 import { registerRisk } from './risk.js';
 import { registerRun } from './run.js';
+import { registerServe } from './serve.js';
 
 export function buildProgram(): Command {
   const program = new Command('toolgate')
@@ -18,10 +20,10 @@ export function buildProgram(): Command {
   registerAudit(program);
   registerKillSwitch(program);
   registerRisk(program);
-  for (const cmd of program.commands) {
-    cmd.exitOverride();
-    for (const sub of cmd.commands) sub.exitOverride();
-  }
+  registerServe(program);
+  registerGrants(program);
+  const override = (cmd: Command): void => { cmd.exitOverride(); cmd.commands.forEach(override); };
+  program.commands.forEach(override);
   return program;
 }
 

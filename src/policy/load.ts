@@ -65,8 +65,14 @@ export function validatePolicyObject(value: unknown): LoadResult {
   return parsePolicyText(JSON.stringify(value ?? null));
 }
 
-/** Parses and validates policy text (JSON or YAML: JSON is parsed as YAML 1.2 to get positions). */
-export function parsePolicyText(text: string): LoadResult {
+export type SchemaResult<T> = { ok: true; value: T } | { ok: false; issues: PolicyIssue[] };
+
+/**
+ * Parses JSON or YAML (JSON as YAML 1.2, for positions; duplicate keys are errors) and validates
+ * it: every schema issue and every issue of `check` (which sees the raw document, possibly
+ * rewritten by `prepare`) comes back with its JSON pointer and line:column.
+ */
+export function parseWithSchema<T>(text: string, schema: z.ZodType<T>, options: { check?: (raw: unknown) => PolicyIssue[]; prepare?: (raw: unknown, issues: PolicyIssue[]) => unknown } = {}): SchemaResult<T> {
   const lines = new LineCounter();
   const doc = parseDocument(text, { lineCounter: lines, uniqueKeys: true, prettyErrors: false });
   if (doc.errors.length > 0) {
@@ -78,15 +84,24 @@ export function parsePolicyText(text: string): LoadResult {
       }),
     };
   }
-  const raw = doc.toJS({ maxAliasCount: 100 });
-  const parsed = PolicySchema.safeParse(raw);
+  const extra: PolicyIssue[] = [];
+  let raw: unknown = doc.toJS({ maxAliasCount: 100 });
+  if (options.prepare) raw = options.prepare(raw, extra);
+  const parsed = schema.safeParse(raw);
   const issues = parsed.success ? [] : zodIssues(parsed.error, doc, lines);
-  for (const issue of checkPolicy(raw)) {
-    const path = issue.pointer.split('/').slice(1).map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
+  for (const issue of [...extra, ...(options.check?.(raw) ?? [])]) {
+    const path = issue.pointer.split('/').slice(1).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
     issues.push({ ...issue, ...locate(doc, lines, path) });
   }
   if (!parsed.success || issues.length > 0) return { ok: false, issues };
-  return { ok: true, policy: parsed.data, hash: sha256(canonicalJson(parsed.data)).slice(0, 16) };
+  return { ok: true, value: parsed.data };
+}
+
+/** Parses and validates policy text (JSON or YAML). */
+export function parsePolicyText(text: string): LoadResult {
+  const r = parseWithSchema(text, PolicySchema, { check: checkPolicy });
+  if (!r.ok) return r;
+  return { ok: true, policy: r.value, hash: sha256(canonicalJson(r.value)).slice(0, 16) };
 }
 
 export function loadPolicyFile(file: string): LoadResult {

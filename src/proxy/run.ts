@@ -5,12 +5,12 @@ import type { Readable, Writable } from 'node:stream';
 import { AuditLog } from '../audit/index.js';
 import { CompiledPolicy, Engine } from '../engine/index.js';
 import type { Logger } from '../log.js';
-import { formatIssue, loadPolicyFile, validatePolicyObject, watchPolicyFile } from '../policy/index.js';
-import { CATEGORIES, classifyTools, recommendPolicy, type ToolDefinition } from '../risk/index.js';
+import { formatIssue, loadPolicyFile, watchPolicyFile } from '../policy/index.js';
 import { openState } from '../state/index.js';
 import { readLines } from './lines.js';
 import { errorResponse, INVALID_REQUEST, type Json } from './messages.js';
 import { PinGuard } from './pins.js';
+import { compileObject, PENDING_POLICY, recommendedPolicyFeed } from './recommended.js';
 import { PolicySession } from './session.js';
 import { HttpUpstream } from './upstream-http.js';
 import { StdioUpstream } from './upstream-stdio.js';
@@ -50,33 +50,6 @@ export function deriveServerName(upstream: UpstreamSpec): string {
   return basename(upstream.command);
 }
 
-function compileObject(policy: unknown): CompiledPolicy {
-  const result = validatePolicyObject(policy);
-  if (!result.ok) throw new RunError(`internal error: the recommended policy is invalid at ${result.issues[0].pointer}: ${result.issues[0].message}`);
-  return new CompiledPolicy(result.policy, result.hash);
-}
-
-/**
- * Keeps the recommended policy in step with what the server lists: every tools/list answer is
- * classified (all pages) and the policy recomputed before the answer reaches the client.
- */
-function recommendedPolicyFeed(engine: Engine, serverName: string, session: () => PolicySession, log: Logger) {
-  const tools = new Map<string, ToolDefinition>();
-  let announced = '';
-  return (page: unknown[], first: boolean) => {
-    if (first) tools.clear();
-    for (const t of page) if (t && typeof t === 'object' && typeof (t as ToolDefinition).name === 'string') tools.set((t as ToolDefinition).name, t as ToolDefinition);
-    const list = [...tools.values()];
-    const classified = classifyTools(list, { name: serverName, instructions: session().serverInstructions });
-    engine.setPolicy(compileObject(recommendPolicy(classified, list, serverName)));
-    const summary = CATEGORIES.map((c) => `${classified.filter((x) => x.category === c).length} ${c}`).join(', ');
-    if (summary !== announced) {
-      announced = summary;
-      log.info({ server: serverName, tools: list.length, policyHash: engine.current.hash }, `no -p given: applying toolgate's recommended policy for ${serverName} (${summary}; write it out with toolgate policy recommend)`);
-    }
-  };
-}
-
 function loadCompiled(file: string): CompiledPolicy {
   const result = loadPolicyFile(file);
   if (!result.ok) {
@@ -92,7 +65,7 @@ function loadCompiled(file: string): CompiledPolicy {
  */
 export async function runProxy(opts: RunOptions): Promise<number> {
   const { log } = opts;
-  const policy = opts.policyFile ? loadCompiled(opts.policyFile) : compileObject({ version: '1', default: 'deny' });
+  const policy = opts.policyFile ? loadCompiled(opts.policyFile) : compileObject(PENDING_POLICY);
   const state = openState(opts.stateDsn);
   const audit = new AuditLog(opts.auditFile);
   const engine = new Engine({ policy, counters: state.counters, flags: state.flags, failOpen: opts.failOpen, shadow: opts.shadow });

@@ -27,6 +27,11 @@ export interface SessionOptions {
   pins?: PinGuard;
   /** Called with every tools/list page before it is filtered (first: the page asked for without a cursor). */
   onToolsListed?: (tools: unknown[], first: boolean) => void;
+  /** Told about every decision and every upstream answer to a tools/call (metrics). */
+  observe?: {
+    decision(tool: string, decision: string, rule: string, seconds: number): void;
+    upstream(tool: string, outcome: string, seconds: number): void;
+  };
   /** Largest accepted nesting depth of tools/call arguments. */
   maxDepth?: number;
   now?: () => number;
@@ -35,10 +40,18 @@ export interface SessionOptions {
 interface Pending {
   method: string;
   started: number;
+  id?: Id;
+  tool?: string;
+  /** The request's _meta.progressToken, to route the server's progress to the right stream. */
+  progressToken?: unknown;
   /** tools/list asked with a cursor (a later page). */
   paged?: boolean;
   decision?: Decision;
   audit?: AuditRef;
+}
+
+function progressTokenOf(params: unknown): unknown {
+  return isObject(params) && isObject(params._meta) ? params._meta.progressToken : undefined;
 }
 
 const APPROVAL_UNAVAILABLE = 'approvals are not available in this toolgate yet, so the call was not forwarded';
@@ -171,7 +184,7 @@ export class PolicySession {
     }
     if (method === 'tools/call') return this.toolsCall(id as Id, key, message);
     const paged = method === 'tools/list' && isObject(message.params) && message.params.cursor !== undefined;
-    this.pending.set(key, { method, started: this.now(), paged });
+    this.pending.set(key, { method, started: this.now(), paged, id: id as Id, progressToken: progressTokenOf(message.params) });
     this.opts.toServer(message);
   }
 
@@ -223,7 +236,7 @@ export class PolicySession {
     }
     const ctx = this.context(params.name, args);
     // Reserve the id before awaiting the decision, so a second request with this id is refused.
-    const pending: Pending = { method: 'tools/call', started: ctx.now };
+    const pending: Pending = { method: 'tools/call', started: ctx.now, id, tool: params.name, progressToken: progressTokenOf(params) };
     this.pending.set(key, pending);
     const decision = this.opts.engine.decide(ctx, { aliases: this.aliases(params.name), pinChanged: this.opts.pins?.isChanged(params.name) });
     if (decision instanceof Promise) return decision.then((d) => this.decided(id, key, message, ctx, pending, d));
@@ -231,6 +244,7 @@ export class PolicySession {
   }
 
   private decided(id: Id, key: string, message: Json, ctx: CallContext, pending: Pending, decision: Decision): void {
+    this.opts.observe?.decision(ctx.tool, decision.verdict === 'allow' ? 'allow' : decision.enforced ? 'deny' : 'shadow_deny', decision.rule, (this.now() - ctx.now) / 1000);
     if (decision.verdict !== 'allow' && decision.enforced) {
       this.pending.delete(key);
       const approval = decision.verdict === 'approve';
@@ -275,6 +289,7 @@ export class PolicySession {
   }
 
   private finish(pending: Pending, outcome: string, ok: boolean): void {
+    if (pending.tool !== undefined) this.opts.observe?.upstream(pending.tool, outcome, (this.now() - pending.started) / 1000);
     if (pending.decision) {
       const settled = this.opts.engine.settle(pending.decision, ok);
       if (settled) settled.catch((err: Error) => this.opts.log.error({ err: err.message }, 'could not release a reservation'));
@@ -329,6 +344,28 @@ export class PolicySession {
       if (!names.includes(name)) this.knownTools.set(sk, [...names, name]);
       return true;
     });
+  }
+
+  /**
+   * The client request a server→client message belongs to, for transports that answer on the
+   * request's own stream (Streamable HTTP): progress by its token, anything else when exactly one
+   * client request is in flight. Undefined: the session's general stream.
+   */
+  relatedRequest(message: Json): Id | undefined {
+    if (!Object.hasOwn(message, 'method')) return undefined;
+    const token = isObject(message.params) ? message.params.progressToken : undefined;
+    const open = [...this.pending.values()].filter((p) => p.id !== undefined && p.method !== 'initialize');
+    if (token !== undefined) return open.find((p) => p.progressToken === token)?.id;
+    return open.length === 1 ? open[0].id : undefined;
+  }
+
+  /** The client went away before the answer: the call is cancelled upstream. */
+  clientGone(id: Id): void {
+    const pending = this.pending.get(idKey(id));
+    if (!pending) return;
+    const cancel = { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason: 'the client disconnected' } };
+    this.cancelled(cancel.params);
+    this.opts.toServer(cancel);
   }
 
   /** A message could not be delivered upstream: its request, if any, fails now instead of hanging. */

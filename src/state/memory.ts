@@ -1,4 +1,4 @@
-import type { Charge, CounterStore, FlagStore, KillScope, KillSwitchState, PinStore, StateStore } from './types.js';
+import type { Charge, CounterStore, FlagStore, Grant, GrantStore, KillScope, KillSwitchState, PinStore, StateStore } from './types.js';
 
 interface Cell { value: number; expiresAt: number }
 
@@ -72,6 +72,32 @@ export class MemoryPinStore implements PinStore {
   }
 }
 
+export class MemoryGrantStore implements GrantStore {
+  private readonly grants = new Map<string, { grant: Grant; hash: string }>();
+  create(grant: Grant, tokenHash: string): void {
+    this.grants.set(grant.id, { grant: { ...grant }, hash: tokenHash });
+  }
+  byTokenHash(tokenHash: string): Grant | null {
+    for (const g of this.grants.values()) if (g.hash === tokenHash) return { ...g.grant };
+    return null;
+  }
+  list(): Grant[] {
+    return [...this.grants.values()].map((g) => ({ ...g.grant }));
+  }
+  rotate(id: string, tokenHash: string): boolean {
+    const g = this.grants.get(id);
+    if (!g || g.grant.revokedAt) return false;
+    g.hash = tokenHash;
+    return true;
+  }
+  revoke(id: string, at: string): boolean {
+    const g = this.grants.get(id);
+    if (!g || g.grant.revokedAt) return false;
+    g.grant.revokedAt = at;
+    return true;
+  }
+}
+
 export function openMemoryState(): StateStore {
-  return { kind: 'memory', counters: new MemoryCounterStore(), flags: new MemoryFlagStore(), pins: new MemoryPinStore(), close: async () => {} };
+  return { kind: 'memory', counters: new MemoryCounterStore(), flags: new MemoryFlagStore(), pins: new MemoryPinStore(), grants: new MemoryGrantStore(), close: async () => {} };
 }

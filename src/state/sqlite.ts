@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
-import type { Charge, CounterStore, FlagStore, KillScope, KillSwitchState, PinStore, StateStore } from './types.js';
+import type { Charge, CounterStore, FlagStore, Grant, GrantStore, KillScope, KillSwitchState, PinStore, StateStore } from './types.js';
 
 /**
  * Opens a SQLite database the way every toolgate file wants it: WAL (readers never block the
@@ -156,6 +156,48 @@ export class SqlitePinStore implements PinStore {
   }
 }
 
+interface GrantRow { id: string; label: string; server: string; tags: string; policy: string | null; created_at: string; expires_at: string | null; revoked_at: string | null }
+
+function grantOf(r: GrantRow): Grant {
+  return {
+    id: r.id, label: r.label, server: r.server, tags: JSON.parse(r.tags) as string[], createdAt: r.created_at,
+    ...(r.policy ? { policy: r.policy } : {}), ...(r.expires_at ? { expiresAt: r.expires_at } : {}), ...(r.revoked_at ? { revokedAt: r.revoked_at } : {}),
+  };
+}
+
+export class SqliteGrantStore implements GrantStore {
+  private readonly byHash: Database.Statement<[string], GrantRow>;
+
+  constructor(private readonly db: Database.Database) {
+    db.exec(`CREATE TABLE IF NOT EXISTS grants (
+      id TEXT PRIMARY KEY, label TEXT NOT NULL, server TEXT NOT NULL, token_hash TEXT NOT NULL UNIQUE, tags TEXT NOT NULL,
+      policy TEXT, created_at TEXT NOT NULL, expires_at TEXT, revoked_at TEXT)`);
+    this.byHash = db.prepare('SELECT * FROM grants WHERE token_hash = ?');
+  }
+
+  create(g: Grant, tokenHash: string): void {
+    this.db.prepare('INSERT INTO grants (id, label, server, token_hash, tags, policy, created_at, expires_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)')
+      .run(g.id, g.label, g.server, tokenHash, JSON.stringify(g.tags), g.policy ?? null, g.createdAt, g.expiresAt ?? null);
+  }
+
+  byTokenHash(tokenHash: string): Grant | null {
+    const row = this.byHash.get(tokenHash);
+    return row ? grantOf(row) : null;
+  }
+
+  list(): Grant[] {
+    return this.db.prepare<[], GrantRow>('SELECT * FROM grants ORDER BY created_at, id').all().map(grantOf);
+  }
+
+  rotate(id: string, tokenHash: string): boolean {
+    return this.db.prepare('UPDATE grants SET token_hash = ? WHERE id = ? AND revoked_at IS NULL').run(tokenHash, id).changes === 1;
+  }
+
+  revoke(id: string, at: string): boolean {
+    return this.db.prepare('UPDATE grants SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(at, id).changes === 1;
+  }
+}
+
 export function openSqliteState(file: string): StateStore {
   const db = openDatabase(file);
   return {
@@ -163,6 +205,7 @@ export function openSqliteState(file: string): StateStore {
     counters: new SqliteCounterStore(db),
     flags: new SqliteFlagStore(db),
     pins: new SqlitePinStore(db),
+    grants: new SqliteGrantStore(db),
     close: async () => { closeDatabase(db); },
   };
 }

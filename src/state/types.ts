@@ -46,10 +46,34 @@ export interface PinStore {
   set(server: string, pins: Record<string, string>): Awaitable<void>;
 }
 
+/** A labelled credential for one server. The token itself is never stored, only its SHA-256. */
+export interface Grant {
+  id: string;
+  label: string;
+  server: string;
+  tags: string[];
+  /** A policy file that replaces the server's for this grant. */
+  policy?: string;
+  createdAt: string;
+  expiresAt?: string;
+  revokedAt?: string;
+}
+
+export interface GrantStore {
+  /** Stores a new grant under the hash of its token. */
+  create(grant: Grant, tokenHash: string): Awaitable<void>;
+  byTokenHash(tokenHash: string): Awaitable<Grant | null>;
+  list(): Awaitable<Grant[]>;
+  /** Replaces the token hash (rotation); false when there is no such live grant. */
+  rotate(id: string, tokenHash: string): Awaitable<boolean>;
+  revoke(id: string, at: string): Awaitable<boolean>;
+}
+
 export interface StateStore {
   readonly kind: 'memory' | 'sqlite';
   readonly counters: CounterStore;
   readonly flags: FlagStore;
   readonly pins: PinStore;
+  readonly grants: GrantStore;
   close(): Promise<void>;
 }

@@ -1,0 +1,91 @@
+import type { Command } from 'commander';
+import { AuditLog } from '../audit/index.js';
+import { loadGatewayConfig } from '../gateway/config.js';
+import { Grants } from '../gateway/grants.js';
+import { formatIssue } from '../policy/index.js';
+import { openState, StateError, type StateStore } from '../state/index.js';
+import { auditFile, CliError, parseSince, printJson, stateDsn } from './common.js';
+
+interface GrantFlags { config?: string; state?: string; audit?: string; json?: boolean }
+
+/** The state store a command works on: the config's, --state, or TOOLGATE_HOME's. */
+function stores(flags: GrantFlags): { state: StateStore; audit: AuditLog } {
+  let dsn = flags.state;
+  let audit = flags.audit;
+  if (flags.config) {
+    const loaded = loadGatewayConfig(flags.config);
+    if (!loaded.ok) throw new CliError(`invalid configuration ${formatIssue(flags.config, loaded.issues[0])}`);
+    dsn ??= loaded.value.state;
+    audit ??= loaded.value.audit;
+  }
+  try {
+    return { state: openState(stateDsn({ state: dsn })), audit: new AuditLog(auditFile({ audit })) };
+  } catch (err) {
+    if (err instanceof StateError) throw new CliError(err.message);
+    throw err;
+  }
+}
+
+async function withGrants<T>(flags: GrantFlags, fn: (g: Grants, audit: AuditLog) => Promise<T>): Promise<T> {
+  const { state, audit } = stores(flags);
+  try {
+    return await fn(new Grants(state.grants), audit);
+  } catch (err) {
+    if (err instanceof CliError) throw err;
+    throw new CliError((err as Error).message, 1);
+  } finally {
+    audit.close();
+    await state.close();
+  }
+}
+
+const common = (cmd: Command) => cmd
+  .option('-c, --config <file>', 'toolgate.yaml whose state to use')
+  .option('--state <dsn>', 'state store (default: sqlite under TOOLGATE_HOME)')
+  .option('--audit <file>', 'audit log file')
+  .option('--json', 'print JSON only');
+
+export function registerGrants(program: Command): void {
+  const grants = program.command('grants').description('credentials for the gateway: create, list, rotate, revoke');
+
+  common(grants.command('create').description('a new grant; its token is printed once')
+    .requiredOption('--server <name>', 'the server it opens')
+    .requiredOption('--label <label>', 'who or what uses it, e.g. ci-runner')
+    .option('--policy <file>', 'a policy that replaces the server\'s for this grant')
+    .option('--tags <list>', 'comma-separated tags (for conditions on grant.tags)', '')
+    .option('--expires <duration>', 'e.g. 30d, 12h'))
+    .action((flags: GrantFlags & { server: string; label: string; policy?: string; tags: string; expires?: string }) => withGrants(flags, async (g, audit) => {
+      const { grant, token } = await g.create({
+        server: flags.server, label: flags.label, policy: flags.policy,
+        tags: flags.tags ? flags.tags.split(',').map((t) => t.trim()).filter(Boolean) : [],
+        expiresInMs: flags.expires ? parseSince(flags.expires) : undefined,
+      });
+      audit.append({ kind: 'grant', server: grant.server, grant: grant.label, message: `created ${grant.id}` });
+      if (flags.json) printJson({ ...grant, token });
+      else process.stdout.write(`${grant.id} ${grant.label} for ${grant.server}${grant.expiresAt ? `, expires ${grant.expiresAt}` : ''}\ntoken (shown once): ${token}\n`);
+    }));
+
+  common(grants.command('list').description('every grant, without tokens'))
+    .action((flags: GrantFlags) => withGrants(flags, async (g) => {
+      const all = await g.list();
+      if (flags.json) printJson(all);
+      else if (all.length === 0) process.stdout.write('no grants: toolgate grants create --server S --label L\n');
+      else for (const x of all) process.stdout.write(`${x.id}  ${x.label.padEnd(16)} ${x.server.padEnd(16)} ${x.revokedAt ? `revoked ${x.revokedAt}` : x.expiresAt ? `expires ${x.expiresAt}` : 'active'}${x.tags.length ? `  [${x.tags.join(', ')}]` : ''}\n`);
+    }));
+
+  common(grants.command('rotate').description('a new token for a grant; the old one stops working at once').argument('<id-or-label>').option('--server <name>'))
+    .action((idOrLabel: string, flags: GrantFlags & { server?: string }) => withGrants(flags, async (g, audit) => {
+      const { grant, token } = await g.rotate(idOrLabel, flags.server);
+      audit.append({ kind: 'grant', server: grant.server, grant: grant.label, message: `rotated ${grant.id}` });
+      if (flags.json) printJson({ ...grant, token });
+      else process.stdout.write(`${grant.id} rotated\ntoken (shown once): ${token}\n`);
+    }));
+
+  common(grants.command('revoke').description('revoke a grant; it is refused from the next request').argument('<id-or-label>').option('--server <name>'))
+    .action((idOrLabel: string, flags: GrantFlags & { server?: string }) => withGrants(flags, async (g, audit) => {
+      const grant = await g.revoke(idOrLabel, flags.server);
+      audit.append({ kind: 'grant', server: grant.server, grant: grant.label, message: `revoked ${grant.id}` });
+      if (flags.json) printJson(grant);
+      else process.stdout.write(`${grant.id} revoked\n`);
+    }));
+}

@@ -1,0 +1,22 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** Prometheus metrics of one gateway. Tool labels are only names the policy knows, never arbitrary input. */
+export class GatewayMetrics {
+  readonly registry = new Registry();
+  readonly calls = new Counter({ name: 'toolgate_calls_total', help: 'tools/call decisions', labelNames: ['server', 'tool', 'decision'], registers: [this.registry] });
+  readonly decisionSeconds = new Histogram({
+    name: 'toolgate_decision_seconds', help: 'time to decide a tools/call', labelNames: ['server'], registers: [this.registry],
+    buckets: [0.00001, 0.00005, 0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05],
+  });
+  readonly upstreamSeconds = new Histogram({
+    name: 'toolgate_upstream_seconds', help: 'time from forwarding a tools/call to its answer', labelNames: ['server', 'outcome'], registers: [this.registry],
+    buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30],
+  });
+  readonly sessions = new Gauge({ name: 'toolgate_sessions', help: 'open client sessions', labelNames: ['server'], registers: [this.registry] });
+  readonly authFailures = new Counter({ name: 'toolgate_auth_failures_total', help: 'requests refused for a missing, unknown, revoked or expired token', labelNames: ['server'], registers: [this.registry] });
+  readonly pendingApprovals = new Gauge({ name: 'toolgate_pending_approvals', help: 'calls waiting for a human', registers: [this.registry] });
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry, prefix: 'toolgate_process_' });
+  }
+}

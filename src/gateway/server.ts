@@ -1,0 +1,279 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import type { AuditLog } from '../audit/index.js';
+import { CompiledPolicy, Engine } from '../engine/index.js';
+import type { Logger } from '../log.js';
+import { formatIssue, loadPolicyFile } from '../policy/index.js';
+import { isObject, type Id, type Json } from '../proxy/messages.js';
+import { PinGuard } from '../proxy/pins.js';
+import { compileObject, PENDING_POLICY, recommendedPolicyFeed } from '../proxy/recommended.js';
+import { PolicySession } from '../proxy/session.js';
+import { HttpUpstream } from '../proxy/upstream-http.js';
+import { StdioUpstream } from '../proxy/upstream-stdio.js';
+import type { Upstream } from '../proxy/upstream.js';
+import type { Grant, StateStore } from '../state/types.js';
+import { durationToMs, isLoopback, sizeToBytes, type GatewayConfig, type ServerConfig } from './config.js';
+import { Grants } from './grants.js';
+import { GatewayMetrics } from './metrics.js';
+
+export interface GatewayOptions {
+  config: GatewayConfig;
+  state: StateStore;
+  audit: AuditLog;
+  log: Logger;
+}
+
+interface Live {
+  id: string;
+  server: string;
+  grant: Grant;
+  transport: StreamableHTTPServerTransport;
+  upstream: Upstream;
+  session: PolicySession;
+  lastActive: number;
+}
+
+const ANONYMOUS: Omit<Grant, 'server'> = { id: 'anonymous', label: 'anonymous', tags: [], createdAt: new Date(0).toISOString() };
+
+class HttpError extends Error {
+  constructor(readonly status: number, message: string, readonly headers: Record<string, string> = {}) {
+    super(message);
+  }
+}
+
+/**
+ * `toolgate serve`: one HTTP listener, many upstream servers at /mcp/<server>. Each client
+ * session gets its own upstream connection and its own policy session; grants authenticate every
+ * request; Host and Origin are checked against DNS rebinding.
+ */
+export class Gateway {
+  readonly metrics = new GatewayMetrics();
+  private config: GatewayConfig;
+  private readonly grants: Grants;
+  private readonly sessions = new Map<string, Live>();
+  private readonly failures = new Map<string, { count: number; until: number }>();
+  private readonly http: Server;
+  private reaper?: NodeJS.Timeout;
+  private port = 0;
+
+  constructor(private readonly opts: GatewayOptions) {
+    this.config = opts.config;
+    this.grants = new Grants(opts.state.grants);
+    this.http = createServer((req, res) => {
+      this.handle(req, res).catch((err: Error) => {
+        if (err instanceof HttpError) return this.fail(res, err.status, err.message, err.headers);
+        opts.log.error({ err: err.message }, 'request failed');
+        this.fail(res, 500, 'internal error');
+      });
+    });
+  }
+
+  get address(): { host: string; port: number } {
+    return { host: this.config.listen.replace(/:\d+$/, '').replace(/^\[|\]$/g, ''), port: this.port };
+  }
+
+  get sessionCount(): number {
+    return this.sessions.size;
+  }
+
+  async start(): Promise<{ host: string; port: number }> {
+    const [host, port] = [this.config.listen.replace(/:\d+$/, '').replace(/^\[|\]$/g, ''), Number(/:(\d+)$/.exec(this.config.listen)![1])];
+    for (const [name, s] of Object.entries(this.config.servers)) {
+      if (s.auth === 'none') {
+        if (!isLoopback(host)) throw new Error(`server "${name}" has auth: none, which is refused on the non-loopback address ${host}`);
+        this.opts.log.warn({ server: name }, 'auth: none — anyone who can reach the listener can use this server; its grant limits count as "anonymous"');
+      }
+    }
+    await new Promise<void>((resolve, reject) => {
+      this.http.once('error', reject);
+      this.http.listen(port, host, () => resolve());
+    });
+    this.port = (this.http.address() as AddressInfo).port;
+    const idle = durationToMs(this.config.sessions.idle_timeout);
+    this.reaper = setInterval(() => this.reap(idle), Math.min(idle, 30_000));
+    this.reaper.unref();
+    return this.address;
+  }
+
+  /** Applies a new configuration: added servers appear, removed ones end their sessions. */
+  setConfig(config: GatewayConfig): void {
+    this.config = config;
+    for (const live of this.sessions.values()) if (!config.servers[live.server]) void this.close(live, 'the server was removed from the configuration');
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.reaper);
+    await Promise.all([...this.sessions.values()].map((l) => this.close(l, 'the gateway is stopping')));
+    await new Promise<void>((resolve) => this.http.close(() => resolve()));
+  }
+
+  private fail(res: ServerResponse, status: number, message: string, headers: Record<string, string> = {}): void {
+    if (res.headersSent) { res.end(); return; }
+    const code = status === 404 ? -32001 : status >= 500 ? -32603 : -32000;
+    res.writeHead(status, { 'content-type': 'application/json', ...headers });
+    res.end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code, message } }));
+  }
+
+  /** DNS-rebinding protection: the Host must be this listener, an Origin must be a local one or an allowed one. */
+  private checkHostAndOrigin(req: IncomingMessage): void {
+    const host = req.headers.host ?? '';
+    const { host: listenHost, port } = this.address;
+    const allowedHosts = new Set([`localhost:${port}`, `127.0.0.1:${port}`, `[::1]:${port}`, `${listenHost}:${port}`]);
+    if (!allowedHosts.has(host.toLowerCase())) throw new HttpError(403, `Host "${host}" is not this gateway (DNS rebinding protection)`);
+    const origin = req.headers.origin;
+    if (origin === undefined) return;
+    const localOrigins = [...allowedHosts].flatMap((h) => [`http://${h}`, `https://${h}`]);
+    if (!localOrigins.includes(origin.toLowerCase()) && !this.config.allowed_origins.includes(origin)) {
+      throw new HttpError(403, `Origin "${origin}" is not allowed (DNS rebinding protection)`);
+    }
+  }
+
+  private async readBody(req: IncomingMessage): Promise<unknown> {
+    if (req.method !== 'POST') return undefined;
+    const max = sizeToBytes(this.config.sessions.max_body);
+    const declared = Number(req.headers['content-length'] ?? 0);
+    if (declared > max) throw new HttpError(413, `the body is larger than ${this.config.sessions.max_body}`);
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of req) {
+      size += (chunk as Buffer).length;
+      if (size > max) throw new HttpError(413, `the body is larger than ${this.config.sessions.max_body}`);
+      chunks.push(chunk as Buffer);
+    }
+    try {
+      return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    } catch {
+      throw new HttpError(400, 'Parse error: the body is not valid JSON');
+    }
+  }
+
+  /** Bearer grant, or anonymous on an auth: none server. Failed attempts are audited and slowed. */
+  private async authenticate(req: IncomingMessage, name: string, server: ServerConfig): Promise<Grant> {
+    if (server.auth === 'none') return { ...ANONYMOUS, server: name };
+    const ip = req.socket.remoteAddress ?? 'unknown';
+    const blocked = this.failures.get(ip);
+    if (blocked && blocked.count >= 20 && blocked.until > Date.now()) throw new HttpError(429, 'too many failed authentication attempts; try again in a minute', { 'retry-after': '60' });
+    const header = req.headers.authorization ?? '';
+    const token = /^Bearer\s+(\S+)$/i.exec(header)?.[1];
+    const result = await this.grants.authenticate(token, name);
+    if (result.ok) return result.grant;
+    const f = this.failures.get(ip) && (this.failures.get(ip)!.until > Date.now()) ? this.failures.get(ip)! : { count: 0, until: Date.now() + 60_000 };
+    f.count++;
+    this.failures.set(ip, f);
+    this.opts.audit.append({ kind: 'auth', server: name, decision: 'deny', message: `${result.reason} (from ${ip})` });
+    this.metrics.authFailures.inc({ server: name });
+    throw new HttpError(result.status, result.reason, { 'www-authenticate': 'Bearer realm="toolgate"' });
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    this.checkHostAndOrigin(req);
+    const url = new URL(req.url ?? '/', 'http://gateway');
+    if (url.pathname === '/healthz') {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ status: 'ok', servers: Object.keys(this.config.servers).length, sessions: this.sessions.size }));
+      return;
+    }
+    if (url.pathname === '/metrics') {
+      res.writeHead(200, { 'content-type': this.metrics.registry.contentType });
+      res.end(await this.metrics.registry.metrics());
+      return;
+    }
+    const m = /^\/mcp\/([^/]+)\/?$/.exec(url.pathname);
+    if (!m) throw new HttpError(404, `no such endpoint: ${url.pathname} (servers are at /mcp/<server>)`);
+    const name = decodeURIComponent(m[1]);
+    const server = this.config.servers[name];
+    if (!server) throw new HttpError(404, `no server named "${name}"`);
+    const grant = await this.authenticate(req, name, server);
+    const body = await this.readBody(req);
+    const sid = req.headers['mcp-session-id'];
+    let live: Live | undefined;
+    if (typeof sid === 'string') {
+      live = this.sessions.get(sid);
+      if (!live || live.server !== name) throw new HttpError(404, 'Session not found: start a new session with initialize');
+      if (live.grant.id !== grant.id) throw new HttpError(403, 'this session belongs to another grant');
+    } else if (req.method === 'POST') {
+      live = this.open(name, server, grant);
+    } else {
+      throw new HttpError(400, 'Bad request: no Mcp-Session-Id header');
+    }
+    live.lastActive = Date.now();
+    this.watchDisconnect(live, body, res);
+    await live.transport.handleRequest(req as IncomingMessage & { auth?: undefined }, res, body);
+  }
+
+  /** A client that hangs up before its answer cancels the call upstream. */
+  private watchDisconnect(live: Live, body: unknown, res: ServerResponse): void {
+    const ids = (Array.isArray(body) ? body : [body]).filter((m): m is Json => isObject(m) && typeof m.method === 'string' && m.id !== undefined).map((m) => m.id as Id);
+    if (ids.length === 0) return;
+    res.on('close', () => {
+      if (res.writableFinished) return;
+      for (const id of ids) live.session.clientGone(id);
+    });
+  }
+
+  private policyFor(server: ServerConfig, grant: Grant): CompiledPolicy | null {
+    const file = grant.policy ?? server.policy;
+    if (!file) return null;
+    const loaded = loadPolicyFile(file);
+    if (!loaded.ok) throw new HttpError(500, `the policy is invalid: ${formatIssue(file, loaded.issues[0])}`);
+    return new CompiledPolicy(loaded.policy, loaded.hash);
+  }
+
+  private open(name: string, server: ServerConfig, grant: Grant): Live {
+    const { log, state, audit } = this.opts;
+    const id = randomUUID();
+    const policy = this.policyFor(server, grant);
+    const engine = new Engine({ policy: policy ?? compileObject(PENDING_POLICY), counters: state.counters, flags: state.flags });
+    const upstream: Upstream = 'command' in server
+      ? new StdioUpstream({ command: server.command, args: server.args, env: { ...process.env, ...server.env }, cwd: server.cwd, log })
+      : new HttpUpstream({ url: new URL(server.url), headers: server.headers, log });
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => id, onsessionclosed: () => { const l = this.sessions.get(id); if (l) void this.close(l, 'the client ended the session'); } });
+    const session: PolicySession = new PolicySession({
+      engine,
+      audit,
+      identity: { sessionId: id, serverName: name, grant: { label: grant.label, tags: grant.tags } },
+      log,
+      pins: new PinGuard(state.pins, name, log),
+      onToolsListed: policy ? undefined : recommendedPolicyFeed(engine, name, () => session, log),
+      observe: {
+        decision: (tool, decision, rule, seconds) => {
+          const known = rule !== '(default)' && !rule.startsWith('/hide/');
+          this.metrics.calls.inc({ server: name, tool: known ? tool : '(unlisted)', decision });
+          this.metrics.decisionSeconds.observe({ server: name }, seconds);
+        },
+        upstream: (_tool, outcome, seconds) => this.metrics.upstreamSeconds.observe({ server: name, outcome }, seconds),
+      },
+      toClient: (m) => {
+        transport.send(m as JSONRPCMessage, { relatedRequestId: session.relatedRequest(m) }).catch((err: Error) => log.debug({ err: err.message }, 'a message for a closed stream was dropped'));
+      },
+      toServer: (m) => { upstream.send(m).catch((err: Error) => session.deliveryFailed(m, err.message)); },
+    });
+    transport.onmessage = (m) => session.fromClient(m);
+    upstream.onmessage = (m) => session.fromServer(m);
+    upstream.onclose = (reason) => {
+      session.upstreamClosed(reason);
+      log.warn({ server: name, session: id }, `upstream gone: ${reason}`);
+    };
+    const live: Live = { id, server: name, grant, transport, upstream, session, lastActive: Date.now() };
+    this.sessions.set(id, live);
+    this.metrics.sessions.set({ server: name }, [...this.sessions.values()].filter((l) => l.server === name).length);
+    log.info({ server: name, session: id, grant: grant.label }, 'session opened');
+    return live;
+  }
+
+  private async close(live: Live, why: string): Promise<void> {
+    if (!this.sessions.delete(live.id)) return;
+    this.metrics.sessions.set({ server: live.server }, [...this.sessions.values()].filter((l) => l.server === live.server).length);
+    this.opts.log.info({ server: live.server, session: live.id }, `session closed: ${why}`);
+    live.session.upstreamClosed(why);
+    await Promise.allSettled([live.transport.close(), live.upstream.close()]);
+  }
+
+  private reap(idleMs: number): void {
+    const cutoff = Date.now() - idleMs;
+    for (const live of this.sessions.values()) if (live.lastActive < cutoff) void this.close(live, 'idle');
+  }
+}

@@ -1,0 +1,253 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { after, before, describe, it } from 'node:test';
+import { promisify } from 'node:util';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { CreateMessageRequestSchema, LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { pino } from 'pino';
+import { AuditLog } from '../src/audit/index.js';
+import { GatewayConfigSchema, parseGatewayConfig } from '../src/gateway/config.js';
+import { Grants } from '../src/gateway/grants.js';
+import { Gateway } from '../src/gateway/server.js';
+import { openSqliteState } from '../src/state/sqlite.js';
+import type { StateStore } from '../src/state/types.js';
+import { BIN, denialText, EVERYTHING, LENIENT, tempDir, testEnv, writePolicy } from './helpers/toolgate.js';
+
+const exec = promisify(execFile);
+
+describe('toolgate serve: the gateway', () => {
+  let dir: string;
+  let gateway: Gateway;
+  let state: StateStore;
+  let audit: AuditLog;
+  let base: string;
+  let logs = '';
+  const tokens: Record<string, string> = {};
+  const grantIds: Record<string, string> = {};
+
+  before(async () => {
+    dir = tempDir();
+    const policy = writePolicy(dir, {
+      version: '1', default: 'allow', hide: ['get-env'],
+      tools: { 'get-sum': { limits: [{ counter: 'sum', window: 'day', max: 2, scope: 'grant' }] } },
+    });
+    const config = GatewayConfigSchema.parse({
+      listen: '127.0.0.1:0',
+      sessions: { idle_timeout: '2s', max_body: '64kb' },
+      servers: {
+        everything: { command: process.execPath, args: [EVERYTHING], policy },
+        lenient: { command: process.execPath, args: [LENIENT], auth: 'none', policy: writePolicy(dir, { version: '1', default: 'allow' }, 'allow.json') },
+      },
+    });
+    state = openSqliteState(join(dir, 'state.db'));
+    audit = new AuditLog(join(dir, 'audit.db'));
+    const sink = new Writable({ write(chunk, _enc, done) { logs += chunk.toString(); done(); } });
+    gateway = new Gateway({ config, state, audit, log: pino({ level: 'debug' }, sink) });
+    const { port } = await gateway.start();
+    base = `http://127.0.0.1:${port}`;
+    const grants = new Grants(state.grants);
+    for (const label of ['alice', 'bob', 'carol']) {
+      const { grant, token } = await grants.create({ server: 'everything', label });
+      tokens[label] = token;
+      grantIds[label] = grant.id;
+    }
+    tokens.other = (await grants.create({ server: 'lenient', label: 'other' })).token;
+  });
+
+  after(async () => {
+    await gateway.stop();
+    audit.close();
+    await state.close();
+  });
+
+  async function connect(server: string, token?: string, capabilities = {}): Promise<Client> {
+    const client = new Client({ name: `client-${token?.slice(-4) ?? 'anon'}`, version: '1' }, { capabilities });
+    const transport = new StreamableHTTPClientTransport(new URL(`${base}/mcp/${server}`), { requestInit: { headers: token ? { Authorization: `Bearer ${token}` } : {} } });
+    await client.connect(transport);
+    return client;
+  }
+
+  async function post(path: string, body: unknown, headers: Record<string, string> = {}) {
+    const res = await fetch(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+    return { status: res.status, body: await res.text(), headers: res.headers };
+  }
+  const init = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } };
+
+  it('serves a policy-checked server over Streamable HTTP', async () => {
+    const client = await connect('everything', tokens.alice);
+    const names = (await client.listTools()).tools.map((t) => t.name);
+    assert.ok(names.includes('echo') && !names.includes('get-env'));
+    const echo = await client.callTool({ name: 'echo', arguments: { message: 'through the gateway' } });
+    assert.match(JSON.stringify(echo.content), /through the gateway/);
+    assert.match(denialText(await client.callTool({ name: 'get-env', arguments: {} }))!, /not available/);
+    await client.close();
+  });
+
+  it('two grants on one server have separate limits', async () => {
+    const alice = await connect('everything', tokens.alice);
+    const bob = await connect('everything', tokens.bob);
+    for (let i = 0; i < 2; i++) assert.ok(!(await alice.callTool({ name: 'get-sum', arguments: { a: 1, b: 1 } })).isError);
+    assert.match(denialText(await alice.callTool({ name: 'get-sum', arguments: { a: 1, b: 1 } }))!, /Limit reached/);
+    assert.ok(!(await bob.callTool({ name: 'get-sum', arguments: { a: 1, b: 1 } })).isError, 'bob has his own count');
+    await alice.close();
+    await bob.close();
+    const rows = audit.query({ tool: 'get-sum' });
+    assert.ok(rows.some((r) => r.grant_label === 'alice' && r.decision === 'deny'));
+    assert.ok(rows.every((r) => r.session && r.instance && r.client?.startsWith('client-')));
+  });
+
+  it('refuses missing, unknown and other servers\' tokens with JSON-RPC error bodies, and forwards nothing', async () => {
+    const none = await post('/mcp/everything', init);
+    assert.equal(none.status, 401);
+    assert.equal(JSON.parse(none.body).error.code, -32000);
+    assert.match(none.headers.get('www-authenticate')!, /Bearer/);
+    assert.equal((await post('/mcp/everything', init, { authorization: 'Bearer tg_nope' })).status, 401);
+    assert.equal((await post('/mcp/everything', init, { authorization: `Bearer ${tokens.other}` })).status, 403);
+    assert.equal((await post('/mcp/nosuch', init, { authorization: `Bearer ${tokens.alice}` })).status, 404);
+  });
+
+  it('a revoked token is refused on the next request, inside an open session too', async () => {
+    const client = await connect('everything', tokens.carol);
+    assert.ok(!(await client.callTool({ name: 'echo', arguments: { message: 'before' } })).isError);
+    await new Grants(state.grants).revoke(grantIds.carol);
+    await assert.rejects(client.callTool({ name: 'echo', arguments: { message: 'after' } }), /401|revoked/);
+    await client.close().catch(() => {});
+  });
+
+  it('checks Host and Origin against DNS rebinding, and limits the body size', async () => {
+    const port = new URL(base).port;
+    const badHost = await new Promise<number>((resolve) => {
+      import('node:http').then(({ request }) => {
+        const req = request({ host: '127.0.0.1', port, path: '/mcp/everything', method: 'POST', headers: { host: `evil.example:${port}`, 'content-type': 'application/json' } }, (res) => { res.resume(); resolve(res.statusCode!); });
+        req.end(JSON.stringify(init));
+      });
+    });
+    assert.equal(badHost, 403);
+    assert.equal((await post('/mcp/everything', init, { origin: 'https://evil.example', authorization: `Bearer ${tokens.alice}` })).status, 403);
+    assert.notEqual((await post('/mcp/everything', init, { origin: `http://localhost:${port}`, authorization: `Bearer ${tokens.alice}` })).status, 403);
+    const big = await post('/mcp/everything', { ...init, pad: 'x'.repeat(100_000) }, { authorization: `Bearer ${tokens.alice}` });
+    assert.equal(big.status, 413);
+    assert.equal(JSON.parse(big.body).jsonrpc, '2.0');
+  });
+
+  it('keeps sessions apart: one session\'s logging and sampling never reach another', async () => {
+    const got: Record<string, string[]> = { a: [], b: [] };
+    const a = await connect('everything', tokens.alice, { sampling: {} });
+    const b = await connect('everything', tokens.bob, { sampling: {} });
+    for (const [k, c] of [['a', a], ['b', b]] as const) {
+      c.setNotificationHandler(LoggingMessageNotificationSchema, (n) => { got[k].push(JSON.stringify(n.params)); });
+      c.setRequestHandler(CreateMessageRequestSchema, async () => { got[k].push('sampling'); return { model: 'm', role: 'assistant', content: { type: 'text', text: `answer for ${k}` } }; });
+    }
+    await a.setLoggingLevel('debug');
+    await b.setLoggingLevel('debug');
+    const sampled = await a.callTool({ name: 'trigger-sampling-request', arguments: { prompt: 'hi', maxTokens: 5 } });
+    assert.match(JSON.stringify(sampled.content), /answer for a/);
+    const progress: number[] = [];
+    await a.callTool({ name: 'trigger-long-running-operation', arguments: { duration: 0.3, steps: 3 } }, undefined, { onprogress: (p) => progress.push(p.progress) });
+    assert.ok(progress.length >= 2, JSON.stringify(progress));
+    assert.ok(got.a.includes('sampling'));
+    assert.ok(!got.b.includes('sampling'), 'b was never asked to sample');
+    await a.close();
+    await b.close();
+  });
+
+  it('an upstream that dies fails its own session only', async () => {
+    const a = await connect('lenient');
+    const b = await connect('lenient');
+    await assert.rejects(a.callTool({ name: 'exit', arguments: {} }), /unavailable|exited/);
+    assert.match(JSON.stringify((await b.callTool({ name: 'echo', arguments: {} })).content), /echo ran/);
+    await a.close().catch(() => {});
+    await b.close();
+  });
+
+  it('reaps idle sessions and ends their upstream processes', async () => {
+    const client = await connect('lenient');
+    const before = gateway.sessionCount;
+    assert.ok(before >= 1);
+    await new Promise((r) => setTimeout(r, 4500));
+    assert.equal(gateway.sessionCount, 0);
+    await client.close().catch(() => {});
+  });
+
+  it('/healthz and /metrics', async () => {
+    const health = await (await fetch(`${base}/healthz`)).json();
+    assert.equal(health.status, 'ok');
+    const metrics = await (await fetch(`${base}/metrics`)).text();
+    assert.match(metrics, /toolgate_calls_total\{server="everything",tool="get-sum",decision="deny"\} 1/);
+    assert.match(metrics, /toolgate_calls_total\{server="everything",tool="\(unlisted\)",decision="deny"\}/);
+    assert.match(metrics, /toolgate_decision_seconds_bucket/);
+    assert.match(metrics, /toolgate_auth_failures_total\{server="everything"\} [1-9]/);
+  });
+
+  it('no token value appears in any log, audit row or metric', async () => {
+    const metrics = await (await fetch(`${base}/metrics`)).text();
+    const auditDump = JSON.stringify(audit.query({ limit: 100_000 }));
+    for (const token of Object.values(tokens)) {
+      assert.ok(!logs.includes(token), 'logs');
+      assert.ok(!auditDump.includes(token), 'audit');
+      assert.ok(!metrics.includes(token), 'metrics');
+    }
+    assert.ok(audit.query({ kind: 'auth' }).length >= 3, 'failed attempts are audited');
+  });
+});
+
+describe('gateway configuration', () => {
+  it('reports every error with its pointer and position, and reads ${VAR} and ${file:…}', () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'key.txt'), 'from-a-file\n');
+    process.env.TOOLGATE_TEST_SECRET = 'from-env';
+    const ok = parseGatewayConfig([
+      'listen: 127.0.0.1:9000',
+      'servers:',
+      '  api:',
+      '    url: https://api.example.com/mcp',
+      '    headers: { Authorization: "Bearer ${TOOLGATE_TEST_SECRET}", X-Key: "${file:key.txt}" }',
+      '    policy: ./p.json',
+    ].join('\n'), dir);
+    assert.ok(ok.ok);
+    const api = ok.value.servers.api as { headers: Record<string, string>; policy: string };
+    assert.deepEqual(api.headers, { Authorization: 'Bearer from-env', 'X-Key': 'from-a-file' });
+    assert.equal(api.policy, join(dir, 'p.json'));
+    const bad = parseGatewayConfig(['listen: nowhere', 'servers:', '  x:', '    command: node', '    colour: blue', '  y:', '    url: "${NO_SUCH_VAR_XYZ}"'].join('\n'), dir);
+    assert.equal(bad.ok, false);
+    const got = !bad.ok ? bad.issues.map((i) => `${i.pointer}${i.line ? `@${i.line}` : ''}`) : [];
+    assert.ok(got.includes('/listen@1'), JSON.stringify(got));
+    assert.ok(got.some((g) => g.startsWith('/servers/x')), JSON.stringify(got));
+    assert.ok(got.includes('/servers/y/url@7'), JSON.stringify(got));
+  });
+
+  it('refuses auth: none on a non-loopback address', async () => {
+    const dir = tempDir();
+    const config = GatewayConfigSchema.parse({ listen: '0.0.0.0:0', servers: { open: { command: 'true', auth: 'none' } } });
+    const state = openSqliteState(join(dir, 's.db'));
+    const audit = new AuditLog(join(dir, 'a.db'));
+    await assert.rejects(new Gateway({ config, state, audit, log: pino({ level: 'silent' }) }).start(), /refused on the non-loopback address/);
+    audit.close();
+    await state.close();
+  });
+});
+
+describe('toolgate grants', () => {
+  it('create prints the token once as JSON; list never shows it; rotate and revoke by label', async () => {
+    const home = tempDir();
+    const env = testEnv(home);
+    const created = JSON.parse((await exec(process.execPath, [BIN, 'grants', 'create', '--server', 'github', '--label', 'ci-runner', '--tags', 'ci,prod', '--expires', '30d', '--json'], { env })).stdout);
+    assert.deepEqual(Object.keys(created).sort(), ['createdAt', 'expiresAt', 'id', 'label', 'server', 'tags', 'token']);
+    assert.match(created.token, /^tg_[A-Za-z0-9_-]{43}$/);
+    const list = (await exec(process.execPath, [BIN, 'grants', 'list', '--json'], { env })).stdout;
+    assert.ok(!list.includes(created.token));
+    assert.deepEqual(JSON.parse(list)[0].tags, ['ci', 'prod']);
+    const rotated = JSON.parse((await exec(process.execPath, [BIN, 'grants', 'rotate', 'ci-runner', '--json'], { env })).stdout);
+    assert.notEqual(rotated.token, created.token);
+    await exec(process.execPath, [BIN, 'grants', 'revoke', created.id], { env });
+    const again = await exec(process.execPath, [BIN, 'grants', 'revoke', created.id], { env }).catch((e) => e);
+    assert.equal(again.code, 1);
+    assert.match(again.stderr, /already revoked/);
+    const db = readFileSync(join(home, 'state.db'));
+    assert.ok(!db.includes(Buffer.from(created.token)) && !db.includes(Buffer.from(rotated.token)), 'only hashes are stored');
+  });
+});
