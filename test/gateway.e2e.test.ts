@@ -251,3 +251,72 @@ describe('toolgate grants', () => {
     assert.ok(!db.includes(Buffer.from(created.token)) && !db.includes(Buffer.from(rotated.token)), 'only hashes are stored');
   });
 });
+
+describe('toolgate serve from the command line', () => {
+  async function startServe(args: string[], home: string): Promise<{ base: string; out: () => string; stop: () => Promise<number | null> }> {
+    const { spawn } = await import('node:child_process');
+    const child = spawn(process.execPath, [BIN, 'serve', ...args], { env: testEnv(home, { TOOLGATE_LOG_LEVEL: 'info' }) });
+    let err = '';
+    let out = '';
+    child.stdout.on('data', (d) => { out += d; });
+    const base = await new Promise<string>((resolve, reject) => {
+      child.stderr.on('data', (d) => {
+        err += d;
+        const m = /"listen":"(http:\/\/[^"]+)"/.exec(err);
+        if (m) resolve(m[1]);
+      });
+      child.on('exit', () => reject(new Error(`serve exited: ${err}`)));
+    });
+    return {
+      base,
+      out: () => out + err,
+      stop: () => { child.kill('SIGTERM'); return new Promise((r) => child.on('exit', (code) => r(code))); },
+    };
+  }
+
+  it('with no config, runs the demo on embedded defaults and prints a working grant and .mcp.json', async () => {
+    const home = tempDir();
+    const serve = await startServe(['--listen', '127.0.0.1:0'], home);
+    try {
+      await new Promise((r) => setTimeout(r, 300));
+      const token = /token[^\n]*\n\s+(tg_\S+)/.exec(serve.out())?.[1] ?? /(tg_[A-Za-z0-9_-]{43})/.exec(serve.out())![1];
+      assert.match(serve.out(), /"mcpServers"/);
+      const client = new Client({ name: 'demo', version: '1' });
+      await client.connect(new StreamableHTTPClientTransport(new URL(`${serve.base}/mcp/everything`), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+      const tools = (await client.listTools()).tools.map((t) => t.name);
+      assert.ok(tools.includes('echo'));
+      assert.match(JSON.stringify((await client.callTool({ name: 'echo', arguments: { message: 'demo' } })).content), /demo/);
+      await client.close();
+    } finally {
+      assert.equal(await serve.stop(), 0);
+    }
+  });
+
+  it('loads a config file and picks up an added server without a restart', async () => {
+    const home = tempDir();
+    const cfg = join(home, 'toolgate.yaml');
+    writeFileSync(cfg, `servers:\n  one:\n    command: ${JSON.stringify(process.execPath)}\n    args: [${JSON.stringify(LENIENT)}]\n    auth: none\n`);
+    const serve = await startServe(['-c', cfg, '--listen', '127.0.0.1:0'], home);
+    try {
+      const initBody = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } } });
+      const hit = (name: string) => fetch(`${serve.base}/mcp/${name}`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: initBody }).then((r) => r.status);
+      assert.equal(await hit('one'), 200);
+      assert.equal(await hit('two'), 404);
+      writeFileSync(cfg, readFileSync(cfg, 'utf8') + `  two:\n    command: ${JSON.stringify(process.execPath)}\n    args: [${JSON.stringify(LENIENT)}]\n    auth: none\n`);
+      const deadline = Date.now() + 5000;
+      while ((await hit('two')) !== 200 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      assert.equal(await hit('two'), 200);
+    } finally {
+      await serve.stop();
+    }
+  });
+
+  it('an invalid config is refused at start in one line per error, exit 2', async () => {
+    const home = tempDir();
+    const cfg = join(home, 'bad.yaml');
+    writeFileSync(cfg, 'listen: here\nservers:\n  x: { command: node, colour: blue }\n');
+    const r = await exec(process.execPath, [BIN, 'serve', '-c', cfg], { env: testEnv(home) }).catch((e) => e);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /toolgate: invalid configuration .*bad\.yaml:1:9: \/listen/);
+  });
+});
