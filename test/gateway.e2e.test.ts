@@ -87,6 +87,23 @@ describe('toolgate serve: the gateway', () => {
     await client.close();
   });
 
+  it('speaks the legacy HTTP+SSE transport at /sse/<server>', async () => {
+    const { SSEClientTransport } = await import('@modelcontextprotocol/sdk/client/sse.js');
+    const auth = { Authorization: `Bearer ${tokens.alice}` };
+    const transport = new SSEClientTransport(new URL(`${base}/sse/everything`), {
+      requestInit: { headers: auth },
+      eventSourceInit: { fetch: (u, init) => fetch(u, { ...init, headers: { ...(init?.headers as Record<string, string>), ...auth } }) },
+    });
+    const client = new Client({ name: 'legacy', version: '1' });
+    await client.connect(transport);
+    const echo = await client.callTool({ name: 'echo', arguments: { message: 'over legacy SSE' } });
+    assert.match(JSON.stringify(echo.content), /over legacy SSE/);
+    assert.match(denialText(await client.callTool({ name: 'get-env', arguments: {} }))!, /not available/);
+    await client.close();
+    const refused = await fetch(`${base}/sse/everything`);
+    assert.equal(refused.status, 401);
+  });
+
   it('two grants on one server have separate limits', async () => {
     const alice = await connect('everything', tokens.alice);
     const bob = await connect('everything', tokens.bob);

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { AuditLog } from '../audit/index.js';
@@ -16,6 +17,7 @@ import { StdioUpstream } from '../proxy/upstream-stdio.js';
 import type { Upstream } from '../proxy/upstream.js';
 import type { Grant, StateStore } from '../state/types.js';
 import { durationToMs, isLoopback, sizeToBytes, type GatewayConfig, type ServerConfig } from './config.js';
+import { SessionEventStore } from './events.js';
 import { Grants } from './grants.js';
 import { GatewayMetrics } from './metrics.js';
 
@@ -30,7 +32,7 @@ interface Live {
   id: string;
   server: string;
   grant: Grant;
-  transport: StreamableHTTPServerTransport;
+  transport: StreamableHTTPServerTransport | SSEServerTransport;
   upstream: Upstream;
   session: PolicySession;
   lastActive: number;
@@ -181,12 +183,12 @@ export class Gateway {
       res.end(await this.metrics.registry.metrics());
       return;
     }
+    const sse = /^\/sse\/([^/]+)(\/messages)?\/?$/.exec(url.pathname);
+    if (sse) return this.handleSse(req, res, decodeURIComponent(sse[1]), sse[2] !== undefined, url);
     const m = /^\/mcp\/([^/]+)\/?$/.exec(url.pathname);
-    if (!m) throw new HttpError(404, `no such endpoint: ${url.pathname} (servers are at /mcp/<server>)`);
+    if (!m) throw new HttpError(404, `no such endpoint: ${url.pathname} (servers are at /mcp/<server> and /sse/<server>)`);
     const name = decodeURIComponent(m[1]);
-    const server = this.config.servers[name];
-    if (!server) throw new HttpError(404, `no server named "${name}"`);
-    const grant = await this.authenticate(req, name, server);
+    const { server, grant } = await this.serverAndGrant(req, name);
     const body = await this.readBody(req);
     const sid = req.headers['mcp-session-id'];
     let live: Live | undefined;
@@ -195,13 +197,45 @@ export class Gateway {
       if (!live || live.server !== name) throw new HttpError(404, 'Session not found: start a new session with initialize');
       if (live.grant.id !== grant.id) throw new HttpError(403, 'this session belongs to another grant');
     } else if (req.method === 'POST') {
-      live = this.open(name, server, grant);
+      const id = randomUUID();
+      live = this.open(id, name, server, grant, new StreamableHTTPServerTransport({
+        sessionIdGenerator: () => id,
+        eventStore: new SessionEventStore(),
+        retryInterval: 1000,
+        onsessionclosed: () => { const l = this.sessions.get(id); if (l) void this.close(l, 'the client ended the session'); },
+      }));
     } else {
       throw new HttpError(400, 'Bad request: no Mcp-Session-Id header');
     }
     live.lastActive = Date.now();
     this.watchDisconnect(live, body, res);
-    await live.transport.handleRequest(req as IncomingMessage & { auth?: undefined }, res, body);
+    await (live.transport as StreamableHTTPServerTransport).handleRequest(req as IncomingMessage & { auth?: undefined }, res, body);
+  }
+
+  private async serverAndGrant(req: IncomingMessage, name: string): Promise<{ server: ServerConfig; grant: Grant }> {
+    const server = this.config.servers[name];
+    if (!server) throw new HttpError(404, `no server named "${name}"`);
+    return { server, grant: await this.authenticate(req, name, server) };
+  }
+
+  /** The legacy HTTP+SSE transport: GET opens the event stream, POST …/messages?sessionId= sends. */
+  private async handleSse(req: IncomingMessage, res: ServerResponse, name: string, messages: boolean, url: URL): Promise<void> {
+    const { server, grant } = await this.serverAndGrant(req, name);
+    if (!messages) {
+      if (req.method !== 'GET') throw new HttpError(405, 'open the SSE stream with GET');
+      const transport = new SSEServerTransport(`/sse/${encodeURIComponent(name)}/messages`, res);
+      const live = this.open(transport.sessionId, name, server, grant, transport);
+      res.on('close', () => void this.close(live, 'the SSE stream closed'));
+      await transport.start();
+      return;
+    }
+    if (req.method !== 'POST') throw new HttpError(405, 'send messages with POST');
+    const live = this.sessions.get(url.searchParams.get('sessionId') ?? '');
+    if (!live || live.server !== name || !(live.transport instanceof SSEServerTransport)) throw new HttpError(404, 'Session not found: open /sse/<server> first');
+    if (live.grant.id !== grant.id) throw new HttpError(403, 'this session belongs to another grant');
+    live.lastActive = Date.now();
+    const body = await this.readBody(req);
+    await live.transport.handlePostMessage(req, res, body);
   }
 
   /** A client that hangs up before its answer cancels the call upstream. */
@@ -222,15 +256,13 @@ export class Gateway {
     return new CompiledPolicy(loaded.policy, loaded.hash);
   }
 
-  private open(name: string, server: ServerConfig, grant: Grant): Live {
+  private open(id: string, name: string, server: ServerConfig, grant: Grant, transport: StreamableHTTPServerTransport | SSEServerTransport): Live {
     const { log, state, audit } = this.opts;
-    const id = randomUUID();
     const policy = this.policyFor(server, grant);
     const engine = new Engine({ policy: policy ?? compileObject(PENDING_POLICY), counters: state.counters, flags: state.flags });
     const upstream: Upstream = 'command' in server
       ? new StdioUpstream({ command: server.command, args: server.args, env: { ...process.env, ...server.env }, cwd: server.cwd, log })
       : new HttpUpstream({ url: new URL(server.url), headers: server.headers, log });
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => id, onsessionclosed: () => { const l = this.sessions.get(id); if (l) void this.close(l, 'the client ended the session'); } });
     const session: PolicySession = new PolicySession({
       engine,
       audit,
