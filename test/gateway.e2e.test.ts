@@ -18,6 +18,7 @@ import type { StateStore } from '../src/state/types.js';
 import { BIN, denialText, EVERYTHING, LENIENT, tempDir, testEnv, writePolicy } from './helpers/toolgate.js';
 
 const exec = promisify(execFile);
+const ADMIN = 'admin-token-for-tests-0123456789';
 
 describe('toolgate serve: the gateway', () => {
   let dir: string;
@@ -37,6 +38,7 @@ describe('toolgate serve: the gateway', () => {
     });
     const config = GatewayConfigSchema.parse({
       listen: '127.0.0.1:0',
+      admin: { token: ADMIN },
       sessions: { idle_timeout: '2s', max_body: '64kb' },
       servers: {
         everything: { command: process.execPath, args: [EVERYTHING], policy },
@@ -188,6 +190,33 @@ describe('toolgate serve: the gateway', () => {
     await new Promise((r) => setTimeout(r, 4500));
     assert.equal(gateway.sessionCount, 0);
     await client.close().catch(() => {});
+  });
+
+  it('the admin API: servers, grants, kill switch, audit — only with the admin token', async () => {
+    const api = (path: string, init: RequestInit = {}, token: string | null = ADMIN) => fetch(`${base}${path}`, { ...init, headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) } });
+    assert.equal((await api('/api/servers', {}, null)).status, 401);
+    assert.equal((await api('/api/servers', {}, tokens.alice)).status, 401, 'a grant is not an admin token');
+    const servers = await (await api('/api/servers')).json();
+    assert.deepEqual(servers.map((s: any) => s.name), ['everything', 'lenient']);
+    const created = await (await api('/api/grants', { method: 'POST', body: JSON.stringify({ server: 'everything', label: 'api-made', tags: ['x'] }) })).json();
+    assert.match(created.token, /^tg_/);
+    const client = await connect('everything', created.token);
+    assert.ok(!(await client.callTool({ name: 'echo', arguments: { message: 'hi' } })).isError);
+    const killed = await api('/api/kill-switch', { method: 'POST', body: JSON.stringify({ on: true, server: 'everything', reason: 'test' }) });
+    assert.equal(killed.status, 200);
+    const denied = await client.callTool({ name: 'echo', arguments: { message: 'hi' } });
+    assert.equal((denied._meta as any)['dev.toolgate/decision'].rule, '(kill-switch)');
+    await api('/api/kill-switch', { method: 'POST', body: JSON.stringify({ on: false, server: 'everything' }) });
+    assert.ok(!(await client.callTool({ name: 'echo', arguments: { message: 'again' } })).isError);
+    assert.equal((await api(`/api/grants/${created.id}`, { method: 'DELETE' })).status, 200);
+    await assert.rejects(client.callTool({ name: 'echo', arguments: { message: 'revoked' } }));
+    await client.close().catch(() => {});
+    const rows = await (await api('/api/audit?grant=api-made&limit=10')).json();
+    assert.ok(rows.some((r: any) => r.rule === '(kill-switch)'));
+    assert.equal((await api('/api/approvals')).status, 501);
+    assert.equal((await api('/api/audit?since=forever')).status, 400);
+    const policies = await (await api('/api/policies')).json();
+    assert.ok(policies.every((p: any) => p.valid));
   });
 
   it('/healthz and /metrics', async () => {

@@ -67,6 +67,7 @@ export interface AuditQuery {
   grant?: string;
   session?: string;
   client?: string;
+  instance?: string;
   kind?: string;
   limit?: number;
 }
@@ -260,7 +261,7 @@ export class AuditLog {
     const where: string[] = [];
     const params: unknown[] = [];
     if (q.sinceMs !== undefined) { where.push('ts >= ?'); params.push(new Date(Date.now() - q.sinceMs).toISOString()); }
-    const eq: [keyof AuditQuery, string][] = [['decision', 'decision'], ['tool', 'tool'], ['server', 'server'], ['grant', 'grant_label'], ['session', 'session'], ['client', 'client'], ['kind', 'kind']];
+    const eq: [keyof AuditQuery, string][] = [['decision', 'decision'], ['tool', 'tool'], ['server', 'server'], ['grant', 'grant_label'], ['session', 'session'], ['client', 'client'], ['instance', 'instance'], ['kind', 'kind']];
     for (const [key, column] of eq) {
       if (q[key] !== undefined) { where.push(`${column} = ?`); params.push(q[key]); }
     }

@@ -12,6 +12,7 @@ interface AuditFlags extends StateFlags {
   grant?: string;
   session?: string;
   client?: string;
+  instance?: string;
   limit: string;
 }
 
@@ -39,6 +40,7 @@ export function registerAudit(program: Command): void {
     .option('--grant <label>')
     .option('--session <id>')
     .option('--client <name>')
+    .option('--instance <host:pid>', 'rows written by one toolgate process')
     .option('--limit <n>', 'at most this many rows (newest)', '1000')
     .option('--audit <file>', 'audit log file (default: TOOLGATE_HOME/audit.db)')
     .option('--json', 'print JSON only')
@@ -49,7 +51,7 @@ export function registerAudit(program: Command): void {
       const rows = log.query({
         sinceMs: flags.since ? parseSince(flags.since) : undefined,
         decision: flags.decision, tool: flags.tool, server: flags.server, grant: flags.grant,
-        session: flags.session, client: flags.client, limit,
+        session: flags.session, client: flags.client, instance: flags.instance, limit,
       });
       log.close();
       if (flags.json) printJson(rows.map((r) => ({ ...r, arg_keys: r.arg_keys ? JSON.parse(r.arg_keys) : null })));

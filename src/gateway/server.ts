@@ -17,6 +17,7 @@ import { StdioUpstream } from '../proxy/upstream-stdio.js';
 import type { Upstream } from '../proxy/upstream.js';
 import type { Grant, StateStore } from '../state/types.js';
 import { durationToMs, isLoopback, sizeToBytes, type GatewayConfig, type ServerConfig } from './config.js';
+import { AdminError, handleAdmin, isAdmin } from './admin.js';
 import { SessionEventStore } from './events.js';
 import { Grants } from './grants.js';
 import { GatewayMetrics } from './metrics.js';
@@ -176,6 +177,24 @@ export class Gateway {
     if (url.pathname === '/healthz') {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ status: 'ok', servers: Object.keys(this.config.servers).length, sessions: this.sessions.size }));
+      return;
+    }
+    if (url.pathname === '/api' || url.pathname.startsWith('/api/')) {
+      if (!this.config.admin) throw new HttpError(404, 'the admin API is off: set admin.token in the configuration');
+      if (!isAdmin(req, this.config)) {
+        this.opts.audit.append({ kind: 'auth', decision: 'deny', message: `admin API: wrong or missing admin token (from ${req.socket.remoteAddress})` });
+        throw new HttpError(401, 'the admin API needs Authorization: Bearer <admin token>', { 'www-authenticate': 'Bearer realm="toolgate-admin"' });
+      }
+      const body = req.method === 'GET' || req.method === 'DELETE' ? undefined : await this.readBody(req);
+      try {
+        await handleAdmin(req, res, url, body, {
+          config: () => this.config, state: this.opts.state, audit: this.opts.audit, grants: this.grants,
+          sessions: (server) => [...this.sessions.values()].filter((l) => l.server === server).length,
+        });
+      } catch (err) {
+        if (err instanceof AdminError) throw new HttpError(err.status, err.message);
+        throw err;
+      }
       return;
     }
     if (url.pathname === '/metrics') {

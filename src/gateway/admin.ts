@@ -1,0 +1,119 @@
+import { timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { join } from 'node:path';
+import type { AuditLog } from '../audit/index.js';
+import { loadPolicyFile } from '../policy/index.js';
+import { Catalog } from '../risk/catalog.js';
+import { toolgateHome, type StateStore } from '../state/index.js';
+import type { GatewayConfig } from './config.js';
+import type { Grants } from './grants.js';
+
+export interface AdminDeps {
+  config(): GatewayConfig;
+  state: StateStore;
+  audit: AuditLog;
+  grants: Grants;
+  sessions(server: string): number;
+}
+
+export class AdminError extends Error {
+  constructor(readonly status: number, message: string) {
+    super(message);
+  }
+}
+
+const DURATION = /^(\d+)(s|m|h|d)$/;
+function since(text: string | null): number | undefined {
+  if (!text) return undefined;
+  const m = DURATION.exec(text);
+  if (!m) throw new AdminError(400, 'since takes a duration such as 15m, 1h or 7d');
+  return Number(m[1]) * { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] as 's']!;
+}
+
+function sameSecret(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+/** True when the request carries the admin token (compared in constant time). */
+export function isAdmin(req: IncomingMessage, config: GatewayConfig): boolean {
+  const token = /^Bearer\s+(\S+)$/i.exec(req.headers.authorization ?? '')?.[1];
+  return !!config.admin && !!token && sameSecret(token, config.admin.token);
+}
+
+function send(res: ServerResponse, status: number, body: unknown): void {
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(JSON.stringify(body, null, 2));
+}
+
+/** The admin JSON API: servers, grants, audit, kill switch, policies, records. */
+export async function handleAdmin(req: IncomingMessage, res: ServerResponse, url: URL, body: unknown, deps: AdminDeps): Promise<void> {
+  const path = url.pathname.replace(/\/+$/, '');
+  const method = req.method ?? 'GET';
+  const q = url.searchParams;
+  const input = (body && typeof body === 'object' ? body : {}) as Record<string, unknown>;
+
+  if (path === '/api/servers' && method === 'GET') {
+    return send(res, 200, Object.entries(deps.config().servers).map(([name, s]) => ({
+      name, kind: 'url' in s ? 'url' : 'command', auth: s.auth, policy: s.policy ?? '(recommended)', sessions: deps.sessions(name),
+    })));
+  }
+  if (path === '/api/grants' && method === 'GET') return send(res, 200, await deps.grants.list());
+  if (path === '/api/grants' && method === 'POST') {
+    if (typeof input.server !== 'string' || typeof input.label !== 'string') throw new AdminError(400, 'a grant needs "server" and "label" strings');
+    const tags = Array.isArray(input.tags) ? input.tags.map(String) : [];
+    const { grant, token } = await deps.grants.create({ server: input.server, label: input.label, tags, policy: typeof input.policy === 'string' ? input.policy : undefined, expiresInMs: typeof input.expires === 'string' ? since(input.expires) : undefined });
+    deps.audit.append({ kind: 'grant', server: grant.server, grant: grant.label, message: `created ${grant.id} (api)` });
+    return send(res, 201, { ...grant, token });
+  }
+  const grantPath = /^\/api\/grants\/([^/]+)(\/rotate)?$/.exec(path);
+  if (grantPath) {
+    const id = decodeURIComponent(grantPath[1]);
+    try {
+      if (grantPath[2] && method === 'POST') {
+        const { grant, token } = await deps.grants.rotate(id);
+        deps.audit.append({ kind: 'grant', server: grant.server, grant: grant.label, message: `rotated ${grant.id} (api)` });
+        return send(res, 200, { ...grant, token });
+      }
+      if (!grantPath[2] && method === 'DELETE') {
+        const grant = await deps.grants.revoke(id);
+        deps.audit.append({ kind: 'grant', server: grant.server, grant: grant.label, message: `revoked ${grant.id} (api)` });
+        return send(res, 200, grant);
+      }
+    } catch (err) {
+      throw new AdminError(404, (err as Error).message);
+    }
+  }
+  if (path === '/api/audit' && method === 'GET') {
+    const limit = Number(q.get('limit') ?? 100);
+    if (!Number.isInteger(limit) || limit <= 0 || limit > 10_000) throw new AdminError(400, 'limit takes a whole number from 1 to 10000');
+    return send(res, 200, deps.audit.query({
+      sinceMs: since(q.get('since')), decision: q.get('decision') ?? undefined, tool: q.get('tool') ?? undefined, server: q.get('server') ?? undefined,
+      grant: q.get('grant') ?? undefined, session: q.get('session') ?? undefined, client: q.get('client') ?? undefined, instance: q.get('instance') ?? undefined, limit,
+    }));
+  }
+  if (path === '/api/kill-switch' && method === 'GET') return send(res, 200, await deps.state.flags.listKillSwitches());
+  if (path === '/api/kill-switch' && method === 'POST') {
+    if (typeof input.on !== 'boolean') throw new AdminError(400, 'send {"on": true|false, "server"?: name, "reason"?: text}');
+    const scope = typeof input.server === 'string' ? input.server : '*';
+    await deps.state.flags.setKillSwitch(scope, input.on, typeof input.reason === 'string' ? input.reason : undefined);
+    deps.audit.append({ kind: 'kill_switch', server: scope === '*' ? undefined : scope, message: `${input.on ? 'on' : 'off'} (api)${typeof input.reason === 'string' ? `: ${input.reason}` : ''}` });
+    return send(res, 200, await deps.state.flags.listKillSwitches());
+  }
+  if (path === '/api/policies' && method === 'GET') {
+    return send(res, 200, Object.entries(deps.config().servers).map(([name, s]) => {
+      if (!s.policy) return { server: name, policy: '(recommended)', valid: true };
+      const loaded = loadPolicyFile(s.policy);
+      return loaded.ok ? { server: name, policy: s.policy, valid: true, hash: loaded.hash } : { server: name, policy: s.policy, valid: false, errors: loaded.issues };
+    }));
+  }
+  if (path === '/api/records' && method === 'GET') {
+    return send(res, 200, new Catalog(join(toolgateHome(), 'catalog')).search(q.get('search') ?? '').map((r) => ({
+      name: r.identity.serverInfo.name, version: r.identity.serverInfo.version ?? null, package: r.identity.origin.package ?? null,
+      grade: r.grade.letter, tools: r.tools.length, counts: r.counts, verification: r.identity.verification, generatedAt: r.generatedAt,
+    })));
+  }
+  if (path === '/api/approvals') throw new AdminError(501, 'human approval is not built yet: calls that need approval are denied, saying so');
+  throw new AdminError(404, `no such admin endpoint: ${method} ${url.pathname}`);
+}
