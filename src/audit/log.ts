@@ -72,6 +72,13 @@ export interface AuditQuery {
   limit?: number;
 }
 
+export interface AuditSummary {
+  /** Processes that wrote to the log in the last 15 minutes. */
+  instances: { instance: string; servers: string[]; lastSeen: string; calls: number }[];
+  callsLastMinute: { server: string | null; calls: number; denied: number }[];
+  topDenialsLastHour: { server: string | null; tool: string | null; rule: string | null; count: number }[];
+}
+
 export interface VerifyResult {
   ok: boolean;
   rows: number;
@@ -267,6 +274,23 @@ export class AuditLog {
     }
     const sql = `SELECT * FROM audit ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY id DESC LIMIT ?`;
     return (this.db.prepare(sql).all(...params, q.limit ?? 1000) as AuditRow[]).reverse();
+  }
+
+  /** For `toolgate status`: who is running, how busy, what gets denied. */
+  summary(now = Date.now()): AuditSummary {
+    this.flush();
+    const iso = (ms: number) => new Date(now - ms).toISOString();
+    const instances = this.db.prepare<[string], { instance: string; servers: string; last: string; calls: number }>(
+      "SELECT instance, group_concat(DISTINCT server) AS servers, max(ts) AS last, sum(kind = 'call') AS calls FROM audit WHERE ts >= ? GROUP BY instance ORDER BY last DESC").all(iso(15 * 60_000));
+    const perMinute = this.db.prepare<[string], { server: string | null; calls: number; denied: number }>(
+      "SELECT server, count(*) AS calls, sum(decision = 'deny') AS denied FROM audit WHERE kind = 'call' AND ts >= ? GROUP BY server ORDER BY calls DESC").all(iso(60_000));
+    const topDenials = this.db.prepare<[string], { server: string | null; tool: string | null; rule: string | null; count: number }>(
+      "SELECT server, tool, rule, count(*) AS count FROM audit WHERE kind = 'call' AND decision = 'deny' AND ts >= ? GROUP BY server, tool, rule ORDER BY count DESC LIMIT 10").all(iso(3_600_000));
+    return {
+      instances: instances.map((r) => ({ instance: r.instance, servers: (r.servers ?? '').split(',').filter(Boolean), lastSeen: r.last, calls: r.calls })),
+      callsLastMinute: perMinute,
+      topDenialsLastHour: topDenials,
+    };
   }
 
   verify(): VerifyResult {

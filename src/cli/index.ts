@@ -7,6 +7,7 @@ import { registerGrants } from './grants.js';
 import { registerRisk } from './risk.js';
 import { registerRun } from './run.js';
 import { registerServe } from './serve.js';
+import { registerStatus } from './status.js';
 
 export function buildProgram(): Command {
   const program = new Command('toolgate')
@@ -22,6 +23,7 @@ export function buildProgram(): Command {
   registerRisk(program);
   registerServe(program);
   registerGrants(program);
+  registerStatus(program);
   const override = (cmd: Command): void => { cmd.exitOverride(); cmd.commands.forEach(override); };
   program.commands.forEach(override);
   return program;
