@@ -106,6 +106,27 @@ describe('toolgate serve: the gateway', () => {
     assert.equal(refused.status, 401);
   });
 
+  it('a changed policy file reaches open sessions; an invalid one is refused', async () => {
+    const client = await connect('everything', tokens.bob);
+    assert.ok(!(await client.callTool({ name: 'echo', arguments: { message: 'before' } })).isError);
+    const file = join(dir, 'policy.json');
+    const original = readFileSync(file, 'utf8');
+    const changed = JSON.parse(original);
+    changed.tools.echo = { action: 'deny', on_deny: 'No echo today.' };
+    writeFileSync(file, JSON.stringify(changed));
+    const deadline = Date.now() + 5000;
+    let r = await client.callTool({ name: 'echo', arguments: { message: 'after' } });
+    while (!r.isError && Date.now() < deadline) { await new Promise((ok) => setTimeout(ok, 100)); r = await client.callTool({ name: 'echo', arguments: { message: 'after' } }); }
+    assert.equal(denialText(r), '[POLICY DENIED] No echo today.');
+    writeFileSync(file, '{ "version": "1", ');
+    await new Promise((ok) => setTimeout(ok, 600));
+    assert.equal(denialText(await client.callTool({ name: 'echo', arguments: { message: 'still' } })), '[POLICY DENIED] No echo today.', 'the previous policy stays');
+    writeFileSync(file, original);
+    const end = Date.now() + 5000;
+    while ((await client.callTool({ name: 'echo', arguments: { message: 'x' } })).isError && Date.now() < end) await new Promise((ok) => setTimeout(ok, 100));
+    await client.close();
+  });
+
   it('two grants on one server have separate limits', async () => {
     const alice = await connect('everything', tokens.alice);
     const bob = await connect('everything', tokens.bob);

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { BIN, LENIENT, RawSession, tempDir, testEnv, writePolicy } from './helpers/toolgate.js';

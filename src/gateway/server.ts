@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { statSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
@@ -7,7 +8,7 @@ import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { AuditLog } from '../audit/index.js';
 import { CompiledPolicy, Engine } from '../engine/index.js';
 import type { Logger } from '../log.js';
-import { formatIssue, loadPolicyFile } from '../policy/index.js';
+import { formatIssue, loadPolicyFile, watchPolicyFile } from '../policy/index.js';
 import { isObject, type Id, type Json } from '../proxy/messages.js';
 import { PinGuard } from '../proxy/pins.js';
 import { compileObject, PENDING_POLICY, recommendedPolicyFeed } from '../proxy/recommended.js';
@@ -33,6 +34,8 @@ interface Live {
   id: string;
   server: string;
   grant: Grant;
+  engine: Engine;
+  policyFile?: string;
   transport: StreamableHTTPServerTransport | SSEServerTransport;
   upstream: Upstream;
   session: PolicySession;
@@ -58,6 +61,8 @@ export class Gateway {
   private readonly grants: Grants;
   private readonly sessions = new Map<string, Live>();
   private readonly failures = new Map<string, { count: number; until: number }>();
+  private readonly policies = new Map<string, { mtime: number; policy: CompiledPolicy }>();
+  private readonly watchers = new Map<string, () => void>();
   private readonly http: Server;
   private reaper?: NodeJS.Timeout;
   private port = 0;
@@ -109,6 +114,7 @@ export class Gateway {
 
   async stop(): Promise<void> {
     clearInterval(this.reaper);
+    for (const stop of this.watchers.values()) stop();
     await Promise.all([...this.sessions.values()].map((l) => this.close(l, 'the gateway is stopping')));
     await new Promise<void>((resolve) => this.http.close(() => resolve()));
   }
@@ -267,12 +273,41 @@ export class Gateway {
     });
   }
 
+  /**
+   * The compiled policy for a new session: the grant's, else the server's, else null (the
+   * recommended policy). Compiled policies are immutable, so sessions share one per file version.
+   */
   private policyFor(server: ServerConfig, grant: Grant): CompiledPolicy | null {
     const file = grant.policy ?? server.policy;
     if (!file) return null;
+    let mtime = 0;
+    try { mtime = statSync(file).mtimeMs; } catch { /* loadPolicyFile reports it */ }
+    const cached = this.policies.get(file);
+    if (cached && cached.mtime === mtime) return cached.policy;
     const loaded = loadPolicyFile(file);
     if (!loaded.ok) throw new HttpError(500, `the policy is invalid: ${formatIssue(file, loaded.issues[0])}`);
-    return new CompiledPolicy(loaded.policy, loaded.hash);
+    const policy = new CompiledPolicy(loaded.policy, loaded.hash);
+    this.policies.set(file, { mtime, policy });
+    this.watch(file);
+    return policy;
+  }
+
+  /** Hot reload: a changed policy file reaches every live session using it; an invalid one is refused. */
+  private watch(file: string): void {
+    if (this.watchers.has(file)) return;
+    this.watchers.set(file, watchPolicyFile(file, (result) => {
+      if (!result.ok) {
+        this.opts.log.error(`policy reload rejected, keeping the previous policy: ${formatIssue(file, result.issues[0])}`);
+        return;
+      }
+      let mtime = 0;
+      try { mtime = statSync(file).mtimeMs; } catch { /* gone again */ }
+      const policy = new CompiledPolicy(result.policy, result.hash);
+      this.policies.set(file, { mtime, policy });
+      for (const live of this.sessions.values()) if (live.policyFile === file) live.engine.setPolicy(policy);
+      this.opts.audit.append({ kind: 'policy_reload', policyHash: result.hash, message: file });
+      this.opts.log.info({ policy: file, policyHash: result.hash }, 'policy reloaded');
+    }));
   }
 
   private open(id: string, name: string, server: ServerConfig, grant: Grant, transport: StreamableHTTPServerTransport | SSEServerTransport): Live {
@@ -308,7 +343,7 @@ export class Gateway {
       session.upstreamClosed(reason);
       log.warn({ server: name, session: id }, `upstream gone: ${reason}`);
     };
-    const live: Live = { id, server: name, grant, transport, upstream, session, lastActive: Date.now() };
+    const live: Live = { id, server: name, grant, engine, policyFile: policy ? (grant.policy ?? server.policy) : undefined, transport, upstream, session, lastActive: Date.now() };
     this.sessions.set(id, live);
     this.metrics.sessions.set({ server: name }, [...this.sessions.values()].filter((l) => l.server === name).length);
     log.info({ server: name, session: id, grant: grant.label }, 'session opened');
