@@ -42,7 +42,7 @@ describe('toolgate serve: the gateway', () => {
       sessions: { idle_timeout: '2s', max_body: '64kb' },
       servers: {
         everything: { command: process.execPath, args: [EVERYTHING], policy },
-        lenient: { command: process.execPath, args: [LENIENT], auth: 'none', policy: writePolicy(dir, { version: '1', default: 'allow' }, 'allow.json') },
+        lenient: { command: process.execPath, args: [LENIENT], auth: 'none', env: { LENIENT_LOG: join(dir, 'lenient.log') }, policy: writePolicy(dir, { version: '1', default: 'allow' }, 'allow.json') },
       },
     });
     state = openSqliteState(join(dir, 'state.db'));
@@ -202,6 +202,23 @@ describe('toolgate serve: the gateway', () => {
     assert.match(JSON.stringify((await b.callTool({ name: 'echo', arguments: {} })).content), /echo ran/);
     await a.close().catch(() => {});
     await b.close();
+  });
+
+  it('a client that disconnects cancels its call upstream', async () => {
+    const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+    const res = await fetch(`${base}/mcp/lenient`, { method: 'POST', headers, body: JSON.stringify(init) });
+    await res.text();
+    const sid = res.headers.get('mcp-session-id')!;
+    const abort = new AbortController();
+    const call = fetch(`${base}/mcp/lenient`, { method: 'POST', headers: { ...headers, 'mcp-session-id': sid }, body: JSON.stringify({ jsonrpc: '2.0', id: 'slow-1', method: 'tools/call', params: { name: 'hang', arguments: {} } }), signal: abort.signal });
+    const logFile = join(dir, 'lenient.log');
+    const seen = () => { try { return readFileSync(logFile, 'utf8'); } catch { return ''; } };
+    for (let i = 0; i < 100 && !seen().includes('slow-1'); i++) await new Promise((r) => setTimeout(r, 50));
+    const response = await call;
+    abort.abort();
+    void response.body?.cancel().catch(() => {});
+    for (let i = 0; i < 100 && !seen().includes('notifications/cancelled'); i++) await new Promise((r) => setTimeout(r, 50));
+    assert.match(seen(), /"method":"notifications\/cancelled","params":\{"requestId":"slow-1","reason":"the client disconnected"\}/);
   });
 
   it('reaps idle sessions and ends their upstream processes', async () => {
