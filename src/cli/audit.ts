@@ -1,25 +1,12 @@
-import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
-import { AuditLog, type AuditRow } from '../audit/index.js';
-import { auditFile, CliError, parseSince, printJson, type StateFlags } from './common.js';
+import type { AuditQuery, AuditRow } from '../audit/index.js';
+import { CliError, openAudit, parseSince, printJson, type StateFlags } from './common.js';
 
-interface AuditFlags extends StateFlags {
+/** The filters of AuditQuery as flags, plus how much and in what form. */
+interface AuditFlags extends StateFlags, Pick<AuditQuery, 'decision' | 'tool' | 'server' | 'grant' | 'session' | 'client' | 'instance'> {
   json?: boolean;
   since?: string;
-  decision?: string;
-  tool?: string;
-  server?: string;
-  grant?: string;
-  session?: string;
-  client?: string;
-  instance?: string;
   limit: string;
-}
-
-function openAudit(flags: StateFlags): AuditLog {
-  const file = auditFile(flags);
-  if (!existsSync(file)) throw new CliError(`no audit log at ${file}: run toolgate first, or point --audit at the file`);
-  return new AuditLog(file);
 }
 
 function line(r: AuditRow): string {

@@ -1,4 +1,6 @@
+import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { AuditLog } from '../audit/index.js';
 import { defaultStateDsn, toolgateHome } from '../state/index.js';
 
 /** An error the user can act on: one line, no stack, and the exit code to leave with. */
@@ -19,6 +21,13 @@ export function stateDsn(flags: StateFlags): string {
 
 export function auditFile(flags: StateFlags): string {
   return resolve(flags.audit ?? process.env.TOOLGATE_AUDIT ?? join(toolgateHome(), 'audit.db'));
+}
+
+/** The audit log for reading; it must exist already. */
+export function openAudit(flags: StateFlags): AuditLog {
+  const file = auditFile(flags);
+  if (!existsSync(file)) throw new CliError(`no audit log at ${file}: run toolgate first, or point --audit at the file`);
+  return new AuditLog(file);
 }
 
 export function printJson(value: unknown): void {

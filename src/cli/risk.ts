@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type { Command } from 'commander';
 import { deriveServerName } from '../proxy/run.js';
 import {
-  buildRecord, classifyTools, fetchListing, serverHtml, serverMarkdown, SourceError, toolFingerprint, toolHtml,
+  buildRecord, classifyTools, recordSummary, fetchListing, serverHtml, serverMarkdown, SourceError, toolFingerprint, toolHtml,
   toolMarkdown, toolSlug, type Listing, type Source, type ToolDefinition,
 } from '../risk/index.js';
 import { openState, StateError, type StateStore } from '../state/index.js';
@@ -119,10 +119,7 @@ export function registerRisk(program: Command): void {
       const text = a === 'search' ? (b ?? '') : (a ?? '');
       const found = catalog().search(text);
       if (flags.json) {
-        printJson(found.map((r) => ({
-          name: r.identity.serverInfo.name, version: r.identity.serverInfo.version ?? null, package: r.identity.origin.package ?? null,
-          grade: r.grade.letter, tools: r.tools.length, counts: r.counts, verification: r.identity.verification, generatedAt: r.generatedAt,
-        })));
+        printJson(found.map(recordSummary));
         return;
       }
       if (found.length === 0) process.stdout.write(text ? `no records match "${text}"\n` : 'the catalog is empty: toolgate record -- COMMAND adds a server\n');

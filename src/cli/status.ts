@@ -1,15 +1,8 @@
-import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
-import { AuditLog, replay } from '../audit/index.js';
+import { replay } from '../audit/index.js';
 import { formatIssue, loadPolicyFile } from '../policy/index.js';
 import { openState, StateError } from '../state/index.js';
-import { auditFile, CliError, parseSince, printJson, stateDsn, type StateFlags } from './common.js';
-
-function openAudit(flags: StateFlags): AuditLog {
-  const file = auditFile(flags);
-  if (!existsSync(file)) throw new CliError(`no audit log at ${file}: run toolgate first, or point --audit at the file`);
-  return new AuditLog(file);
-}
+import { CliError, openAudit, parseSince, printJson, stateDsn, type StateFlags } from './common.js';
 
 export function registerStatus(program: Command): void {
   program

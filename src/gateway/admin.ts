@@ -3,7 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import type { AuditLog } from '../audit/index.js';
 import { loadPolicyFile } from '../policy/index.js';
-import { Catalog } from '../risk/catalog.js';
+import { Catalog, recordSummary } from '../risk/catalog.js';
 import { toolgateHome, type StateStore } from '../state/index.js';
 import type { GatewayConfig } from './config.js';
 import type { Grants } from './grants.js';
@@ -109,10 +109,7 @@ export async function handleAdmin(req: IncomingMessage, res: ServerResponse, url
     }));
   }
   if (path === '/api/records' && method === 'GET') {
-    return send(res, 200, new Catalog(join(toolgateHome(), 'catalog')).search(q.get('search') ?? '').map((r) => ({
-      name: r.identity.serverInfo.name, version: r.identity.serverInfo.version ?? null, package: r.identity.origin.package ?? null,
-      grade: r.grade.letter, tools: r.tools.length, counts: r.counts, verification: r.identity.verification, generatedAt: r.generatedAt,
-    })));
+    return send(res, 200, new Catalog(join(toolgateHome(), 'catalog')).search(q.get('search') ?? '').map(recordSummary));
   }
   if (path === '/api/approvals') throw new AdminError(501, 'human approval is not built yet: calls that need approval are denied, saying so');
   throw new AdminError(404, `no such admin endpoint: ${method} ${url.pathname}`);

@@ -43,3 +43,11 @@ export class Catalog {
     return this.all().find((r) => Catalog.slug(r) === lower || r.identity.serverInfo.name.toLowerCase() === lower || r.identity.origin.package?.toLowerCase() === lower);
   }
 }
+
+/** One line of the catalog: what `toolgate records --json` and /api/records show. */
+export function recordSummary(r: ServerRecord) {
+  return {
+    name: r.identity.serverInfo.name, version: r.identity.serverInfo.version ?? null, package: r.identity.origin.package ?? null,
+    grade: r.grade.letter, tools: r.tools.length, counts: r.counts, verification: r.identity.verification, generatedAt: r.generatedAt,
+  };
+}

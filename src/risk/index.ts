@@ -1,6 +1,6 @@
 export { classifyTool, classifyTools } from './classify.js';
 export { ATTACKS, attacksFor } from './attacks.js';
-export { Catalog } from './catalog.js';
+export { Catalog, recordSummary } from './catalog.js';
 export { buildRecord, gradeOf } from './record.js';
 export type { ServerRecord, ToolRecord, Verification } from './record.js';
 export { amountArgument, recommendedEntry, recommendPolicy, RULE_BY_CATEGORY } from './recommend.js';
