@@ -35,7 +35,7 @@ export function closeDatabase(db: Database.Database): void {
 /** Counters in one SQLite file, shared by every process that opens it. */
 export class SqliteCounterStore implements CounterStore {
   private readonly get: Database.Statement<[string], { value: number; expires_at: number }>;
-  private readonly add: Database.Statement<[{ key: string; amount: number; expiresAt: number; now: number }], { value: number }>;
+  private readonly add: Database.Statement<[string, number, number, number], { value: number }>;
   private readonly sub: Database.Statement<[number, string]>;
   private readonly sweepStmt: Database.Statement<[number]>;
   private readonly reserveTx: (charges: readonly Charge[], now: number) => number;
@@ -45,9 +45,9 @@ export class SqliteCounterStore implements CounterStore {
     db.exec(`CREATE TABLE IF NOT EXISTS counters (
       key TEXT PRIMARY KEY, value REAL NOT NULL, expires_at INTEGER NOT NULL) WITHOUT ROWID`);
     this.get = db.prepare('SELECT value, expires_at FROM counters WHERE key = ?');
-    this.add = db.prepare(`INSERT INTO counters (key, value, expires_at) VALUES (@key, @amount, @expiresAt)
+    this.add = db.prepare(`INSERT INTO counters (key, value, expires_at) VALUES (?, ?, ?)
       ON CONFLICT (key) DO UPDATE SET
-        value = CASE WHEN counters.expires_at > @now THEN counters.value + excluded.value ELSE excluded.value END,
+        value = CASE WHEN counters.expires_at > ? THEN counters.value + excluded.value ELSE excluded.value END,
         expires_at = excluded.expires_at
       RETURNING value`);
     this.sub = db.prepare('UPDATE counters SET value = max(0, value - ?) WHERE key = ?');
@@ -58,7 +58,7 @@ export class SqliteCounterStore implements CounterStore {
     this.reserveTx = db.transaction((charges: readonly Charge[], now: number) => {
       for (let i = 0; i < charges.length; i++) {
         const c = charges[i];
-        const row = this.add.get({ key: c.key, amount: c.amount, expiresAt: c.expiresAt, now });
+        const row = this.add.get(c.key, c.amount, c.expiresAt, now);
         if (row!.value > c.max) throw new OverLimit(i);
       }
       return -1;
