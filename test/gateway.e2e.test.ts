@@ -127,6 +127,25 @@ describe('toolgate serve: the gateway', () => {
     await client.close();
   });
 
+  it('an upstream that only speaks legacy SSE is reached through the fallback (toolgate run --upstream …/sse/…)', async () => {
+    const { StdioClientTransport } = await import('@modelcontextprotocol/sdk/client/stdio.js');
+    const home = tempDir();
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [BIN, 'run', '-p', writePolicy(home, { version: '1', default: 'allow', hide: ['delete_all'] }), '--upstream', `${base}/sse/lenient`],
+      env: testEnv(home), stderr: 'pipe',
+    });
+    const client = new Client({ name: 'via-sse', version: '1' });
+    await client.connect(transport);
+    const names = (await client.listTools()).tools.map((t) => t.name);
+    assert.ok(names.includes('echo') && !names.includes('delete_all'));
+    assert.match(JSON.stringify((await client.callTool({ name: 'echo', arguments: { via: 'sse' } })).content), /echo ran with .*via.*sse/);
+    const open = gateway.sessionCount;
+    await client.close();
+    for (let i = 0; i < 50 && gateway.sessionCount >= open; i++) await new Promise((r) => setTimeout(r, 100));
+    assert.equal(gateway.sessionCount, open - 1, 'the SSE session ends with its stream');
+  });
+
   it('two grants on one server have separate limits', async () => {
     const alice = await connect('everything', tokens.alice);
     const bob = await connect('everything', tokens.bob);
