@@ -74,7 +74,7 @@ export async function benchLatency(calls = 2000, rounds = Number(process.env.BEN
       'get-*': {},
     },
   }));
-  const env = { ...process.env, TOOLGATE_HOME: dir, TOOLGATE_LOG_LEVEL: 'error' };
+  const env = { ...process.env, TOOLGATE_HOME: dir, TOOLGATE_LOG_LEVEL: 'error' } as NodeJS.ProcessEnv;
   const setups: Record<string, string[]> = {
     direct: [process.execPath, EVERYTHING],
     'bare proxy': [process.execPath, join(ROOT, 'bench/bare-proxy.mjs'), process.execPath, EVERYTHING],

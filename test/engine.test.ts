@@ -239,6 +239,14 @@ describe('conditions', () => {
     assert.equal(await holds('time.weekday', 'eq', 'monday', {}), true);
   });
 
+  it('literal regexes take a string fast path that agrees with RE2', async () => {
+    const { regexTest } = await import('../src/engine/conditions.js');
+    const { RE2JS } = await import('re2js');
+    const patterns = ['^rm -rf', 'DROP TABLE', '(?i)password', '\\.pem$', '^feat/', '^a$', '(?i)^ADMIN$', '^\\$HOME', 'a.b', 'api[_-]?key', ''];
+    const inputs = ['rm -rf /', 'x rm -rf', 'x; DROP TABLE y', 'drop table', 'My PassWord', 'a/key.pem', 'a/keypem', 'feat/x', 'a', 'ab', 'admin', '$HOME/x', 'axb', 'api_key', '', 'ADMIN\n'];
+    for (const p of patterns) for (const i of inputs) assert.equal(regexTest(p)(i), RE2JS.compile(p).matcher(i).find(), `${p} on ${JSON.stringify(i)}`);
+  });
+
   it('regexes run in linear time on hostile input', async () => {
     const e = engineFor(cond('args.s', 'regex', '^(a+)+$'));
     const start = process.hrtime.bigint();

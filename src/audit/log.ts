@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { closeSync, openSync, readdirSync, readFileSync, unlinkSync, writeSync, ftruncateSync } from 'node:fs';
+import { accessSync, closeSync, constants, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { basename, dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import type Database from 'better-sqlite3';
 import { canonicalJson, sha256 } from '../policy/load.js';
 import { maskSecrets } from './mask.js';
@@ -88,7 +88,17 @@ export interface VerifyResult {
 
 type Row = Record<string, string | null>;
 /** A row waiting for the next batch, with the arguments it still has to hash. */
-interface PendingRow { row: Row; args?: Record<string, unknown>; storeArgValues?: boolean }
+interface PendingRow { entry: JournalEntry; args?: Record<string, unknown>; storeArgValues?: boolean }
+
+/** One journal line: the row's fields in a fixed order (a short array is cheaper to write than an object). */
+type JournalEntry = (string | null)[];
+const JOURNAL_FIELDS = ['event_id', 'ts', 'instance', 'kind', 'server', 'grant_label', 'session', 'client', 'tool', 'decision', 'rule', 'message', 'arg_keys', 'policy_hash'] as const;
+
+function rowOf(entry: JournalEntry): Row {
+  const row: Row = { args_sha256: null, args: null };
+  JOURNAL_FIELDS.forEach((f, i) => { row[f] = entry[i] ?? null; });
+  return row;
+}
 
 const GENESIS = '0'.repeat(64);
 const HASHED_FIELDS = ['ts', 'instance', 'kind', 'server', 'grant_label', 'session', 'client', 'tool', 'decision', 'rule', 'message', 'arg_keys', 'args_sha256', 'args', 'policy_hash'] as const;
@@ -102,6 +112,23 @@ function rowHash(prev: string, row: Record<string, unknown>): string {
 
 function outcomeHash(hash: string, outcome: string, latency: number | null): string {
   return sha256(`${hash}\n${outcome}\n${latency ?? ''}`);
+}
+
+/**
+ * Where journals live: a private folder in /dev/shm when there is one — memory, so an append is
+ * cheap, and it outlives the process (kill -9), which is what the journal is for — then the
+ * database's own folder. Both are searched on recovery.
+ */
+function journalDirs(file: string): string[] {
+  const own = dirname(resolve(file));
+  const shm = join('/dev/shm', `toolgate-${process.getuid?.() ?? 'user'}`);
+  try {
+    mkdirSync(shm, { recursive: true, mode: 0o700 });
+    accessSync(shm, constants.W_OK);
+    return [shm, own];
+  } catch {
+    return [own];
+  }
 }
 
 function alive(pid: number): boolean {
@@ -118,10 +145,11 @@ function alive(pid: number): boolean {
  * deleted row.
  *
  * Durability without a database commit on the hot path: an event is first appended, with one
- * write, to this process's journal file beside the database — that is done before the call is
- * forwarded, and a write that returned survives kill -9 — then rows are inserted in batches (one
- * transaction every 50 ms). Opening the log replays the journals of processes that died before
- * their last batch. The upstream outcome is sealed with its own hash, since it comes later.
+ * write, to this process's journal (in /dev/shm where there is one, else beside the database) —
+ * that is done before the call is forwarded, and a write that returned survives kill -9 — then
+ * rows are inserted in batches (one transaction every 50 ms). Opening the log replays the
+ * journals of processes that died before their last batch. Like SQLite's own WAL in NORMAL mode,
+ * this protects against the process dying, not against the machine losing power. The upstream outcome is sealed with its own hash, since it comes later.
  */
 export class AuditLog {
   readonly instance = `${hostname()}:${process.pid}`;
@@ -129,6 +157,7 @@ export class AuditLog {
   private readonly insertBatch: (rows: Row[]) => Map<string, string>;
   private readonly applyOutcomes: (items: { eventId: string; outcome: string; latency: number | null }[]) => void;
   private readonly journalPath: string;
+  private readonly journalPrefix: string;
   private journalFd: number | null = null;
   private pending: PendingRow[] = [];
   private readonly idPrefix = `${process.pid.toString(36)}-${randomUUID().slice(0, 8)}-`;
@@ -178,21 +207,22 @@ export class AuditLog {
         if (hash) finish.run(o.outcome, o.latency, outcomeHash(hash, o.outcome, o.latency), o.eventId);
       }
     });
-    this.journalPath = join(dirname(file), `${basename(file)}.journal-${process.pid}-${randomUUID().slice(0, 8)}`);
-    this.recoverJournals();
+    this.journalPrefix = `${sha256(resolve(file)).slice(0, 16)}.journal-`;
+    const dirs = journalDirs(file);
+    this.journalPath = join(dirs[0], `${this.journalPrefix}${process.pid}-${randomUUID().slice(0, 8)}`);
+    this.recoverJournals(dirs);
   }
 
   /** Replays the journals of processes that died with events not yet in the database. */
-  private recoverJournals(): void {
-    const prefix = `${basename(this.file)}.journal-`;
-    for (const name of readdirSync(dirname(this.file))) {
-      if (!name.startsWith(prefix)) continue;
-      const pid = Number(name.slice(prefix.length).split('-')[0]);
+  private recoverJournals(dirs: string[]): void {
+    for (const dir of dirs) for (const name of readdirSync(dir)) {
+      if (!name.startsWith(this.journalPrefix)) continue;
+      const pid = Number(name.slice(this.journalPrefix.length).split('-')[0]);
       if (!Number.isInteger(pid) || alive(pid)) continue;
-      const path = join(dirname(this.file), name);
+      const path = join(dir, name);
       const rows: Row[] = [];
       for (const line of readFileSync(path, 'utf8').split('\n')) {
-        try { if (line) rows.push(JSON.parse(line) as Row); } catch { /* a write cut short by the crash */ }
+        try { if (line) rows.push(rowOf(JSON.parse(line) as JournalEntry)); } catch { /* a write cut short by the crash */ }
       }
       if (rows.length) this.insertBatch(rows);
       unlinkSync(path);
@@ -200,31 +230,19 @@ export class AuditLog {
   }
 
   append(e: AuditEvent): AuditRef {
-    const row: Row = {
-      event_id: this.idPrefix + (this.seq++).toString(36),
-      ts: new Date().toISOString(),
-      instance: this.instance,
-      kind: e.kind,
-      server: e.server ?? null,
-      grant_label: e.grant ?? null,
-      session: e.session ?? null,
-      client: e.client ?? null,
-      tool: e.tool ?? null,
-      decision: e.decision ?? null,
-      rule: e.rule ?? null,
-      message: e.message ?? null,
-      arg_keys: e.args ? JSON.stringify(Object.keys(e.args)) : null,
-      args_sha256: null,
-      args: null,
-      policy_hash: e.policyHash ?? null,
-    };
-    if (this.journalFd === null) this.journalFd = openSync(this.journalPath, 'a');
+    const eventId = this.idPrefix + (this.seq++).toString(36);
+    const entry: JournalEntry = [
+      eventId, new Date().toISOString(), this.instance, e.kind, e.server ?? null, e.grant ?? null, e.session ?? null,
+      e.client ?? null, e.tool ?? null, e.decision ?? null, e.rule ?? null, e.message ?? null,
+      e.args ? JSON.stringify(Object.keys(e.args)) : null, e.policyHash ?? null,
+    ];
+    if (this.journalFd === null) this.journalFd = openSync(this.journalPath, 'a', 0o600);
     // The journal line is what survives kill -9: the call, its tool, decision and argument keys.
     // Hashing the arguments waits for the batch, off the path of the call.
-    writeSync(this.journalFd, JSON.stringify(row) + '\n');
-    this.pending.push({ row, args: e.args, storeArgValues: e.storeArgValues });
+    writeSync(this.journalFd, JSON.stringify(entry) + '\n');
+    this.pending.push({ entry, args: e.args, storeArgValues: e.storeArgValues });
     this.schedule();
-    return { eventId: row.event_id! };
+    return { eventId };
   }
 
   /** Records the upstream outcome of a forwarded call: result, is_error, error, cancelled, unreachable. */
@@ -245,7 +263,8 @@ export class AuditLog {
     clearTimeout(this.timer);
     this.timer = undefined;
     if (this.pending.length > 0) {
-      const rows = this.pending.map(({ row, args, storeArgValues }) => {
+      const rows = this.pending.map(({ entry, args, storeArgValues }) => {
+        const row = rowOf(entry);
         if (args) {
           row.args_sha256 = sha256(canonicalJson(args));
           if (storeArgValues) row.args = JSON.stringify(maskSecrets(args));

@@ -108,6 +108,32 @@ function lengthOf(v: unknown): number {
 
 type Test = (actual: unknown) => boolean;
 
+const META = /[\\.*+?()[\]{}|^$]/;
+
+/**
+ * A regex as a test. Plain literals, optionally anchored (`^feat/`, `DROP TABLE`, `\.pem$`, with
+ * `(?i)` for any case), become string operations; everything else runs on RE2, which is linear on
+ * any input. Both are safe; the first is just cheaper.
+ */
+export function regexTest(source: string): (s: string) => boolean {
+  const insensitive = source.startsWith('(?i)');
+  let body = insensitive ? source.slice(4) : source;
+  const start = body.startsWith('^');
+  const end = body.endsWith('$') && !body.endsWith('\\$');
+  body = body.slice(start ? 1 : 0, end ? -1 : undefined).replace(/\\([^\w\s])/g, '$1');
+  const literal = !META.test(source.slice(insensitive ? 4 : 0).slice(start ? 1 : 0, end ? -1 : undefined).replace(/\\[^\w\s]/g, ''));
+  if (literal) {
+    const needle = insensitive ? body.toLowerCase() : body;
+    const fold = insensitive ? (s: string) => s.toLowerCase() : (s: string) => s;
+    if (start && end) return (s) => fold(s) === needle;
+    if (start) return (s) => fold(s).startsWith(needle);
+    if (end) return (s) => fold(s).endsWith(needle);
+    return (s) => fold(s).includes(needle);
+  }
+  const re = compileRegex(source);
+  return (s) => re.matcher(s).find();
+}
+
 function compileOp(c: Condition): Test {
   const v = c.value;
   switch (c.op) {
@@ -122,8 +148,8 @@ function compileOp(c: Condition): Test {
     case 'len_lte': { const n = toNumber(v); return (a) => lengthOf(a) <= n; }
     case 'len_gte': { const n = toNumber(v); return (a) => lengthOf(a) >= n; }
     case 'regex': {
-      const re = compileRegex(v as string);
-      return (a) => { const s = asText(a); return s !== undefined && re.matcher(s).find(); };
+      const test = regexTest(v as string);
+      return (a) => { const s = asText(a); return s !== undefined && test(s); };
     }
     case 'starts_with': { const p = v as string; return (a) => asText(a)?.startsWith(p) ?? false; }
     case 'ends_with': { const p = v as string; return (a) => asText(a)?.endsWith(p) ?? false; }
