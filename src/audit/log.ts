@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { accessSync, closeSync, constants, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import { accessSync, closeSync, constants, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import type Database from 'better-sqlite3';
@@ -216,10 +216,14 @@ export class AuditLog {
   /** Replays the journals of processes that died with events not yet in the database. */
   private recoverJournals(dirs: string[]): void {
     for (const dir of dirs) for (const name of readdirSync(dir)) {
-      if (!name.startsWith(this.journalPrefix)) continue;
-      const pid = Number(name.slice(this.journalPrefix.length).split('-')[0]);
-      if (!Number.isInteger(pid) || alive(pid)) continue;
+      const m = /^[0-9a-f]{16}\.journal-(\d+)-/.exec(name) ?? /\.journal-(\d+)-/.exec(name);
+      if (!m || alive(Number(m[1]))) continue;
       const path = join(dir, name);
+      if (!name.startsWith(this.journalPrefix)) {
+        // Another log's journal: only an empty one, left by a process that died, is cleared away.
+        try { if (statSync(path).size === 0) unlinkSync(path); } catch { /* raced with its owner */ }
+        continue;
+      }
       const rows: Row[] = [];
       for (const line of readFileSync(path, 'utf8').split('\n')) {
         try { if (line) rows.push(rowOf(JSON.parse(line) as JournalEntry)); } catch { /* a write cut short by the crash */ }
