@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { AuditLog, AuditRef } from '../audit/index.js';
+import type { AuditDecision, AuditLog, AuditRef } from '../audit/index.js';
 import { skeleton, type CallContext, type Decision, type Engine } from '../engine/index.js';
 import type { PinGuard } from './pins.js';
 import {
@@ -54,7 +54,7 @@ function progressTokenOf(params: unknown): unknown {
   return isObject(params) && isObject(params._meta) ? params._meta.progressToken : undefined;
 }
 
-const APPROVAL_UNAVAILABLE = 'approvals are not available in this toolgate yet, so the call was not forwarded';
+const APPROVAL_UNAVAILABLE = 'Approvals are not available in this toolgate yet, so the call was not forwarded.';
 
 /**
  * One client session: every message from the client passes `fromClient`, every message from the
@@ -200,7 +200,7 @@ export class PolicySession {
     };
   }
 
-  private record(ctx: CallContext, decision: string, rule: string, message?: string): AuditRef | undefined {
+  private record(ctx: CallContext, decision: AuditDecision, rule: string, message?: string): AuditRef | undefined {
     const { audit, identity, auditArgs, engine } = this.opts;
     if (!audit) return undefined;
     return audit.append({
@@ -210,7 +210,7 @@ export class PolicySession {
       session: identity.sessionId,
       client: this.clientName,
       tool: ctx.tool,
-      decision: decision as never,
+      decision,
       rule,
       message,
       args: ctx.args,
@@ -248,7 +248,7 @@ export class PolicySession {
     if (decision.verdict !== 'allow' && decision.enforced) {
       this.pending.delete(key);
       const approval = decision.verdict === 'approve';
-      const text = approval ? `${decision.message} ${APPROVAL_UNAVAILABLE[0].toUpperCase()}${APPROVAL_UNAVAILABLE.slice(1)}.` : decision.message!;
+      const text = approval ? `${decision.message} ${APPROVAL_UNAVAILABLE}` : decision.message!;
       this.record(ctx, 'deny', decision.rule, text);
       this.opts.log.debug({ tool: ctx.tool, rule: decision.rule }, 'denied');
       this.opts.toClient(denialResult(id, text, decision.rule, decision.retryAfterSeconds));
