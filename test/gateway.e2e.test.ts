@@ -323,12 +323,15 @@ describe('gateway configuration', () => {
     assert.ok(got.includes('/servers/y/url@7'), JSON.stringify(got));
   });
 
-  it('refuses auth: none on a non-loopback address', async () => {
+  it('refuses auth: none on a non-loopback address, at start and on reload', async () => {
     const dir = tempDir();
     const config = GatewayConfigSchema.parse({ listen: '0.0.0.0:0', servers: { open: { command: 'true', auth: 'none' } } });
     const state = openSqliteState(join(dir, 's.db'));
     const audit = new AuditLog(join(dir, 'a.db'));
     await assert.rejects(new Gateway({ config, state, audit, log: pino({ level: 'silent' }) }).start(), /refused on the non-loopback address/);
+    const closed = GatewayConfigSchema.parse({ listen: '0.0.0.0:0', servers: { shut: { command: 'true' } } });
+    const gw = new Gateway({ config: closed, state, audit, log: pino({ level: 'silent' }) });
+    assert.throws(() => gw.setConfig(config), /refused on the non-loopback address/, 'a reload cannot open a server either');
     audit.close();
     await state.close();
   });

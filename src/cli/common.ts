@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { AuditLog } from '../audit/index.js';
-import { defaultStateDsn, toolgateHome } from '../state/index.js';
+import { defaultStateDsn, openState, StateError, toolgateHome, type StateStore } from '../state/index.js';
 
 /** An error the user can act on: one line, no stack, and the exit code to leave with. */
 export class CliError extends Error {
@@ -21,6 +21,16 @@ export function stateDsn(flags: StateFlags): string {
 
 export function auditFile(flags: StateFlags): string {
   return resolve(flags.audit ?? process.env.TOOLGATE_AUDIT ?? join(toolgateHome(), 'audit.db'));
+}
+
+/** Opens a state store; a DSN it cannot open is a one-line usage error. */
+export function openStateOrFail(dsn: string): StateStore {
+  try {
+    return openState(dsn);
+  } catch (err) {
+    if (err instanceof StateError) throw new CliError(err.message);
+    throw err;
+  }
 }
 
 /** The audit log for reading; it must exist already. */

@@ -3,8 +3,8 @@ import { AuditLog } from '../audit/index.js';
 import { loadGatewayConfig } from '../gateway/config.js';
 import { Grants } from '../gateway/grants.js';
 import { formatIssue } from '../policy/index.js';
-import { openState, StateError, type StateStore } from '../state/index.js';
-import { auditFile, CliError, parseSince, printJson, stateDsn } from './common.js';
+import type { StateStore } from '../state/index.js';
+import { auditFile, CliError, openStateOrFail, parseSince, printJson, stateDsn } from './common.js';
 
 interface GrantFlags { config?: string; state?: string; audit?: string; json?: boolean }
 
@@ -18,12 +18,7 @@ function stores(flags: GrantFlags): { state: StateStore; audit: AuditLog } {
     dsn ??= loaded.value.state;
     audit ??= loaded.value.audit;
   }
-  try {
-    return { state: openState(stateDsn({ state: dsn })), audit: new AuditLog(auditFile({ audit })) };
-  } catch (err) {
-    if (err instanceof StateError) throw new CliError(err.message);
-    throw err;
-  }
+  return { state: openStateOrFail(stateDsn({ state: dsn })), audit: new AuditLog(auditFile({ audit })) };
 }
 
 async function withGrants<T>(flags: GrantFlags, fn: (g: Grants, audit: AuditLog) => Promise<T>): Promise<T> {

@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
 import { AuditLog } from '../audit/index.js';
-import { openState, StateError } from '../state/index.js';
-import { auditFile, CliError, printJson, stateDsn, type StateFlags } from './common.js';
+import { auditFile, CliError, openStateOrFail, printJson, stateDsn, type StateFlags } from './common.js';
 
 export function registerKillSwitch(program: Command): void {
   program
@@ -15,8 +14,7 @@ export function registerKillSwitch(program: Command): void {
     .option('--json', 'print JSON only')
     .action(async (what: string, flags: StateFlags & { server?: string; reason?: string; json?: boolean }) => {
       if (!['on', 'off', 'status'].includes(what)) throw new CliError('kill-switch takes on, off or status');
-      let state;
-      try { state = openState(stateDsn(flags)); } catch (err) { if (err instanceof StateError) throw new CliError(err.message); throw err; }
+      const state = openStateOrFail(stateDsn(flags));
       const scope = flags.server ?? '*';
       if (what !== 'status') {
         await state.flags.setKillSwitch(scope, what === 'on', flags.reason);

@@ -6,8 +6,8 @@ import {
   buildRecord, classifyTools, recordSummary, fetchListing, serverHtml, serverMarkdown, SourceError, toolFingerprint, toolHtml,
   toolMarkdown, toolSlug, type Listing, type Source, type ToolDefinition,
 } from '../risk/index.js';
-import { openState, StateError, type StateStore } from '../state/index.js';
-import { CliError, printJson, stateDsn } from './common.js';
+import type { StateStore } from '../state/index.js';
+import { CliError, openStateOrFail, printJson, stateDsn } from './common.js';
 import { catalog, resolveSource, sourceOptions, type SourceFlags } from './source.js';
 
 /** Reads FILE or stdin as a tools/list result, an array of tools, or JSON Lines of tools. */
@@ -46,8 +46,7 @@ export function readTools(file: string | undefined): { tools: ToolDefinition[]; 
 }
 
 async function withState<T>(flags: { state?: string }, fn: (state: StateStore) => Promise<T>): Promise<T> {
-  let state: StateStore;
-  try { state = openState(stateDsn(flags)); } catch (err) { if (err instanceof StateError) throw new CliError(err.message); throw err; }
+  const state: StateStore = openStateOrFail(stateDsn(flags));
   try { return await fn(state); } finally { await state.close(); }
 }
 

@@ -3,6 +3,7 @@ import { createLogger } from '../log.js';
 import { runProxy, RunError, type UpstreamSpec } from '../proxy/run.js';
 import { StateError } from '../state/index.js';
 import { auditFile, CliError, stateDsn } from './common.js';
+import { parseHeaders, parseUrl } from './source.js';
 
 interface RunFlags {
   policy?: string;
@@ -42,16 +43,7 @@ export function registerRun(program: Command): void {
       let upstream: UpstreamSpec;
       if (flags.upstream) {
         if (command.length > 0) throw new CliError('give either --upstream URL or -- COMMAND, not both');
-        let url: URL;
-        try { url = new URL(flags.upstream); } catch { throw new CliError(`--upstream is not a URL: ${flags.upstream}`); }
-        if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new CliError('--upstream must be an http:// or https:// URL');
-        const headers: Record<string, string> = {};
-        for (const h of flags.header) {
-          const i = h.indexOf(':');
-          if (i <= 0) throw new CliError(`--header must look like 'Name: value', got a value without a colon`);
-          headers[h.slice(0, i).trim()] = h.slice(i + 1).trim();
-        }
-        upstream = { url: url.toString(), headers };
+        upstream = { url: parseUrl(flags.upstream), headers: parseHeaders(flags.header) };
       } else {
         if (command.length === 0) throw new CliError('nothing to run: give the server command after --, e.g. toolgate run -p policy.json -- npx -y @modelcontextprotocol/server-everything');
         upstream = { command: command[0], args: command.slice(1) };

@@ -8,8 +8,8 @@ import { Grants } from '../gateway/grants.js';
 import { Gateway } from '../gateway/server.js';
 import { createLogger } from '../log.js';
 import { formatIssue, watchPolicyFile } from '../policy/index.js';
-import { openState, StateError, toolgateHome, type StateStore } from '../state/index.js';
-import { auditFile, CliError, stateDsn } from './common.js';
+import { toolgateHome } from '../state/index.js';
+import { auditFile, CliError, openStateOrFail, stateDsn } from './common.js';
 
 const DEMO = ['@modelcontextprotocol/server-everything', '@modelcontextprotocol/server-filesystem', '@modelcontextprotocol/server-memory'];
 
@@ -60,8 +60,7 @@ export function registerServe(program: Command): void {
         config = loaded.value;
         if (flags.listen) config.listen = flags.listen;
       } else config = demoConfig(flags.listen);
-      let state: StateStore;
-      try { state = openState(config.state ?? stateDsn({})); } catch (err) { if (err instanceof StateError) throw new CliError(err.message); throw err; }
+      const state = openStateOrFail(config.state ?? stateDsn({}));
       const audit = new AuditLog(config.audit ?? auditFile({}));
       const gateway = new Gateway({ config, state, audit, log });
       let address;
@@ -84,8 +83,12 @@ export function registerServe(program: Command): void {
       const stopWatching = flags.config ? watchPolicyFile(flags.config, () => {
         const next = loadGatewayConfig(flags.config!);
         if (!next.ok) { log.error(`configuration reload rejected, keeping the previous one: ${formatIssue(flags.config!, next.issues[0])}`); return; }
-        if (flags.listen) next.value.listen = flags.listen;
-        gateway.setConfig(next.value);
+        try {
+          gateway.setConfig(next.value);
+        } catch (err) {
+          log.error(`configuration reload rejected, keeping the previous one: ${(err as Error).message}`);
+          return;
+        }
         log.info({ servers: Object.keys(next.value.servers) }, 'configuration reloaded');
       }) : () => {};
       await new Promise<void>((resolve) => {

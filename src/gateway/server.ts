@@ -44,6 +44,10 @@ interface Live {
 
 const ANONYMOUS: Omit<Grant, 'server'> = { id: 'anonymous', label: 'anonymous', tags: [], createdAt: new Date(0).toISOString() };
 
+function listenHost(config: GatewayConfig): string {
+  return config.listen.replace(/:\d+$/, '').replace(/^\[|\]$/g, '');
+}
+
 class HttpError extends Error {
   constructor(readonly status: number, message: string, readonly headers: Record<string, string> = {}) {
     super(message);
@@ -80,7 +84,7 @@ export class Gateway {
   }
 
   get address(): { host: string; port: number } {
-    return { host: this.config.listen.replace(/:\d+$/, '').replace(/^\[|\]$/g, ''), port: this.port };
+    return { host: listenHost(this.config), port: this.port };
   }
 
   get sessionCount(): number {
@@ -88,13 +92,9 @@ export class Gateway {
   }
 
   async start(): Promise<{ host: string; port: number }> {
-    const [host, port] = [this.config.listen.replace(/:\d+$/, '').replace(/^\[|\]$/g, ''), Number(/:(\d+)$/.exec(this.config.listen)![1])];
-    for (const [name, s] of Object.entries(this.config.servers)) {
-      if (s.auth === 'none') {
-        if (!isLoopback(host)) throw new Error(`server "${name}" has auth: none, which is refused on the non-loopback address ${host}`);
-        this.opts.log.warn({ server: name }, 'auth: none — anyone who can reach the listener can use this server; its grant limits count as "anonymous"');
-      }
-    }
+    const host = listenHost(this.config);
+    const port = Number(/:(\d+)$/.exec(this.config.listen)![1]);
+    this.checkOpenServers(this.config);
     await new Promise<void>((resolve, reject) => {
       this.http.once('error', reject);
       this.http.listen(port, host, () => resolve());
@@ -106,8 +106,23 @@ export class Gateway {
     return this.address;
   }
 
-  /** Applies a new configuration: added servers appear, removed ones end their sessions. */
+  /** Servers without grants are for local use: refused on a non-loopback listener, warned about otherwise. */
+  private checkOpenServers(config: GatewayConfig): void {
+    const host = listenHost(config);
+    for (const [name, s] of Object.entries(config.servers)) {
+      if (s.auth !== 'none') continue;
+      if (!isLoopback(host)) throw new Error(`server "${name}" has auth: none, which is refused on the non-loopback address ${host}`);
+      this.opts.log.warn({ server: name }, 'auth: none — anyone who can reach the listener can use this server; its grant limits count as "anonymous"');
+    }
+  }
+
+  /**
+   * Applies a new configuration: added servers appear, removed ones end their sessions. The
+   * listener stays where it is; a configuration it would refuse at start is refused here too.
+   */
   setConfig(config: GatewayConfig): void {
+    config = { ...config, listen: this.config.listen };
+    this.checkOpenServers(config);
     this.config = config;
     for (const live of this.sessions.values()) if (!config.servers[live.server]) void this.close(live, 'the server was removed from the configuration');
   }
@@ -169,7 +184,8 @@ export class Gateway {
     const token = /^Bearer\s+(\S+)$/i.exec(header)?.[1];
     const result = await this.grants.authenticate(token, name);
     if (result.ok) return result.grant;
-    const f = this.failures.get(ip) && (this.failures.get(ip)!.until > Date.now()) ? this.failures.get(ip)! : { count: 0, until: Date.now() + 60_000 };
+    const current = this.failures.get(ip);
+    const f = current && current.until > Date.now() ? current : { count: 0, until: Date.now() + 60_000 };
     f.count++;
     this.failures.set(ip, f);
     this.opts.audit.append({ kind: 'auth', server: name, decision: 'deny', message: `${result.reason} (from ${ip})` });
@@ -359,7 +375,9 @@ export class Gateway {
   }
 
   private reap(idleMs: number): void {
-    const cutoff = Date.now() - idleMs;
+    const now = Date.now();
+    for (const [ip, f] of this.failures) if (f.until <= now) this.failures.delete(ip);
+    const cutoff = now - idleMs;
     for (const live of this.sessions.values()) if (live.lastActive < cutoff) void this.close(live, 'idle');
   }
 }

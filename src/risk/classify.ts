@@ -108,6 +108,15 @@ function refine(verb: string, base: Category, objects: string[], ctx: { browser:
   }
 }
 
+/** A word pair that names one action ("port forward", "go back", "research agent"). */
+function phraseAction(text: string): Action | undefined {
+  for (const [re, category] of PHRASES) {
+    const m = re.exec(text);
+    if (m) return { verb: m[0], category, objects: [], why: `"${m[0]}" ${category === 'Read' ? 'only reads' : 'starts a process or another agent'}` };
+  }
+  return undefined;
+}
+
 /**
  * The action a tool name states. Verb-first names (get_x, preview_x_create) act with their first
  * word; otherwise a trailing verb (x_delete, stories-create) is the action; otherwise the first
@@ -115,7 +124,10 @@ function refine(verb: string, base: Category, objects: string[], ctx: { browser:
  */
 function nameAction(words: string[], ctx: Parameters<typeof refine>[3]): Action | undefined {
   const joined = words.join(' ');
-  if (!lookupVerb(words[0] ?? '')) for (const [re, category] of PHRASES) if (re.test(joined)) return { verb: re.exec(joined)![0], category, objects: words, why: `"${re.exec(joined)![0]}" ${category === 'Read' ? 'only reads' : 'starts a process or another agent'}` };
+  if (!lookupVerb(words[0] ?? '')) {
+    const phrase = phraseAction(joined);
+    if (phrase) return { ...phrase, objects: words };
+  }
   const found = words.map((w, i) => ({ w, i, v: lookupVerb(w) })).filter((x) => x.v);
   if (found.length === 0) {
     // One long token such as "sequentialthinking": look for a known verb inside it.
@@ -154,7 +166,8 @@ const STOP = new Set(['a', 'an', 'the', 'new', 'to', 'of', 'for', 'from', 'in', 
  */
 function descriptionAction(description: string, ctx: Parameters<typeof refine>[3]): Action | undefined {
   const sentence = firstSentence(description).replace(FLUFF, '');
-  for (const [re, category] of PHRASES) if (re.test(sentence)) return { verb: re.exec(sentence)![0], category, objects: [], why: `it is ${re.exec(sentence)![0]}` };
+  const phrase = phraseAction(sentence);
+  if (phrase) return phrase;
   const raw = sentence.split(/\s+/).slice(0, 20);
   const words = raw.map((w) => w.replace(/[^a-z0-9-]/g, ''));
   const at = words.findIndex((w) => { const v = lookupVerb(w); return v && (!HTTP_METHODS.has(v.base) || v.base === 'get' || v.base === 'delete'); });
