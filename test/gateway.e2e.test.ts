@@ -233,11 +233,83 @@ describe('toolgate serve: the gateway', () => {
     const logFile = join(dir, 'lenient.log');
     const seen = () => { try { return readFileSync(logFile, 'utf8'); } catch { return ''; } };
     for (let i = 0; i < 100 && !seen().includes('slow-1'); i++) await new Promise((r) => setTimeout(r, 50));
-    const response = await call;
+    // The answer is held until the server says something, so the client hangs up before any header.
     abort.abort();
-    void response.body?.cancel().catch(() => {});
+    await call.catch(() => {});
     for (let i = 0; i < 100 && !seen().includes('notifications/cancelled'); i++) await new Promise((r) => setTimeout(r, 50));
     assert.match(seen(), /"method":"notifications\/cancelled","params":\{"requestId":"slow-1","reason":"the client disconnected"\}/);
+  });
+
+  async function rawSession(protocolVersion = '2025-11-25'): Promise<Record<string, string>> {
+    const opened = await post('/mcp/lenient', { ...init, params: { ...init.params, protocolVersion } });
+    assert.equal(opened.status, 200);
+    return { 'mcp-session-id': opened.headers.get('mcp-session-id')!, 'mcp-protocol-version': protocolVersion };
+  }
+  const call = (id: string, name: string, args: object = {}) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
+  const sseEvents = (text: string) => text.split('\n\n').filter((e) => e.trim() !== '');
+
+  it('Streamable HTTP: a plain answer is one JSON body; a call the server talks about first becomes an SSE stream with a priming event', async () => {
+    const h = await rawSession();
+    const plain = await post('/mcp/lenient', call('p1', 'echo'), h);
+    assert.equal(plain.headers.get('content-type'), 'application/json');
+    assert.equal(JSON.parse(plain.body).id, 'p1');
+    const chatty = await post('/mcp/lenient', call('c1', 'chatty'), h);
+    assert.match(chatty.headers.get('content-type') ?? '', /^text\/event-stream/);
+    const events = sseEvents(chatty.body);
+    assert.match(events[0], /^id: \S+\nretry: 1000\ndata: $/, 'a priming event first');
+    assert.match(events[1], /"method":"notifications\/message".*working on c1/);
+    assert.match(events[2], /"id":"c1".*chatty done/);
+    assert.equal(events.length, 3, 'news about no request goes to the GET stream, not this one');
+    const old = await post('/mcp/lenient', call('c2', 'chatty'), await rawSession('2025-06-18'));
+    assert.doesNotMatch(sseEvents(old.body)[0], /retry:/, 'no priming event for clients older than 2025-11-25');
+  });
+
+  it('Streamable HTTP: batches answer in request order; an id in flight is refused and not forwarded; bad headers get 406, 415 and 400', async () => {
+    const h = await rawSession();
+    const batch = await post('/mcp/lenient', [call('b1', 'slow', { ms: 80 }), call('b2', 'echo')], h);
+    assert.deepEqual(JSON.parse(batch.body).map((m: { id: string }) => m.id), ['b1', 'b2']);
+    const logFile = join(dir, 'lenient.log');
+    const seen = () => { try { return readFileSync(logFile, 'utf8'); } catch { return ''; } };
+    const first = fetch(`${base}/mcp/lenient`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...h }, body: JSON.stringify(call('dup-1', 'hang')) });
+    for (let i = 0; i < 100 && !seen().includes('dup-1'); i++) await new Promise((r) => setTimeout(r, 20));
+    const again = await post('/mcp/lenient', call('dup-1', 'echo', { second: true }), h);
+    assert.equal(again.status, 400);
+    assert.match(JSON.parse(again.body).error.message, /already in use/);
+    await new Promise((r) => setTimeout(r, 100));
+    assert.doesNotMatch(seen(), /"second":true/);
+    assert.equal((await post('/mcp/lenient', call('x', 'echo'), { ...h, accept: 'application/json' })).status, 406);
+    assert.equal((await post('/mcp/lenient', call('x', 'echo'), { ...h, 'content-type': 'text/plain' })).status, 415);
+    assert.equal((await post('/mcp/lenient', call('x', 'echo'), { ...h, 'mcp-protocol-version': '1999-01-01' })).status, 400);
+    assert.equal((await post('/mcp/lenient', { jsonrpc: '1.0', id: 'x', method: 'ping' }, h)).status, 400);
+    assert.equal((await post('/mcp/lenient', init, h)).status, 400, 'a second initialize');
+    void first.catch(() => {});
+  });
+
+  it('Streamable HTTP: the GET stream carries news about no request, one per session, and resumes after Last-Event-ID; DELETE ends the session', async () => {
+    const h = await rawSession();
+    const get = (extra: Record<string, string> = {}, signal?: AbortSignal) => fetch(`${base}/mcp/lenient`, { headers: { accept: 'text/event-stream', ...h, ...extra }, signal });
+    const abort = new AbortController();
+    const stream = await get({}, abort.signal);
+    assert.equal(stream.status, 200);
+    assert.equal((await get()).status, 409, 'one GET stream per session');
+    assert.equal((await get({ accept: 'application/json' })).status, 406);
+    await post('/mcp/lenient', call('g1', 'chatty'), h);
+    const reader = stream.body!.pipeThrough(new TextDecoderStream()).getReader();
+    let text = '';
+    while (!text.includes('list_changed')) text += (await reader.read()).value ?? '';
+    abort.abort();
+    const events = sseEvents(text);
+    const priming = /^id: (\S+)/.exec(events[0])![1];
+    assert.match(events[1], /notifications\/tools\/list_changed/);
+    await new Promise((r) => setTimeout(r, 50));
+    const resumed = await get({ 'last-event-id': priming });
+    const reader2 = resumed.body!.pipeThrough(new TextDecoderStream()).getReader();
+    let replay = '';
+    while (!replay.includes('list_changed')) replay += (await reader2.read()).value ?? '';
+    await reader2.cancel();
+    const ended = await fetch(`${base}/mcp/lenient`, { method: 'DELETE', headers: h });
+    assert.equal(ended.status, 200);
+    assert.equal((await post('/mcp/lenient', call('after', 'echo'), h)).status, 404);
   });
 
   it('reaps idle sessions and ends their upstream processes', async () => {

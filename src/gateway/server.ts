@@ -3,13 +3,11 @@ import { statSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { AuditLog } from '../audit/index.js';
 import { CompiledPolicy, Engine } from '../engine/index.js';
 import type { Logger } from '../log.js';
 import { formatIssue, loadPolicyFile, watchPolicyFile } from '../policy/index.js';
-import { isObject, type Id, type Json } from '../proxy/messages.js';
 import { PinGuard } from '../proxy/pins.js';
 import { compileObject, PENDING_POLICY, recommendedPolicyFeed } from '../proxy/recommended.js';
 import { PolicySession } from '../proxy/session.js';
@@ -19,9 +17,10 @@ import type { Upstream } from '../proxy/upstream.js';
 import type { Grant, StateStore } from '../state/types.js';
 import { durationToMs, isLoopback, sizeToBytes, type GatewayConfig, type ServerConfig } from './config.js';
 import { AdminError, handleAdmin, isAdmin } from './admin.js';
-import { SessionEventStore } from './events.js';
 import { Grants } from './grants.js';
+import { HttpError, sendHttpError } from './http-errors.js';
 import { GatewayMetrics } from './metrics.js';
+import { checkPostHeaders, isInitializeRequest, StreamableSession, type ClientChannel } from './streamable.js';
 
 export interface GatewayOptions {
   config: GatewayConfig;
@@ -36,7 +35,10 @@ interface Live {
   grant: Grant;
   engine: Engine;
   policyFile?: string;
-  transport: StreamableHTTPServerTransport | SSEServerTransport;
+  channel: ClientChannel;
+  /** One of these is set: the session's Streamable HTTP or legacy SSE transport. */
+  streamable?: StreamableSession;
+  sse?: SSEServerTransport;
   upstream: Upstream;
   session: PolicySession;
   lastActive: number;
@@ -46,12 +48,6 @@ const ANONYMOUS: Omit<Grant, 'server'> = { id: 'anonymous', label: 'anonymous', 
 
 function listenHost(config: GatewayConfig): string {
   return config.listen.replace(/:\d+$/, '').replace(/^\[|\]$/g, '');
-}
-
-class HttpError extends Error {
-  constructor(readonly status: number, message: string, readonly headers: Record<string, string> = {}) {
-    super(message);
-  }
 }
 
 /**
@@ -70,15 +66,17 @@ export class Gateway {
   private readonly http: Server;
   private reaper?: NodeJS.Timeout;
   private port = 0;
+  private allowedHosts = new Set<string>();
+  private localOrigins = new Set<string>();
 
   constructor(private readonly opts: GatewayOptions) {
     this.config = opts.config;
     this.grants = new Grants(opts.state.grants);
     this.http = createServer((req, res) => {
       this.handle(req, res).catch((err: Error) => {
-        if (err instanceof HttpError) return this.fail(res, err.status, err.message, err.headers);
+        if (err instanceof HttpError) return sendHttpError(res, err);
         opts.log.error({ err: err.message }, 'request failed');
-        this.fail(res, 500, 'internal error');
+        sendHttpError(res, new HttpError(500, 'internal error'));
       });
     });
   }
@@ -100,6 +98,8 @@ export class Gateway {
       this.http.listen(port, host, () => resolve());
     });
     this.port = (this.http.address() as AddressInfo).port;
+    this.allowedHosts = new Set([`localhost:${this.port}`, `127.0.0.1:${this.port}`, `[::1]:${this.port}`, `${host}:${this.port}`]);
+    this.localOrigins = new Set([...this.allowedHosts].flatMap((h) => [`http://${h}`, `https://${h}`]));
     const idle = durationToMs(this.config.sessions.idle_timeout);
     this.reaper = setInterval(() => this.reap(idle), Math.min(idle, 30_000));
     this.reaper.unref();
@@ -134,44 +134,43 @@ export class Gateway {
     await new Promise<void>((resolve) => this.http.close(() => resolve()));
   }
 
-  private fail(res: ServerResponse, status: number, message: string, headers: Record<string, string> = {}): void {
-    if (res.headersSent) { res.end(); return; }
-    const code = status === 404 ? -32001 : status >= 500 ? -32603 : -32000;
-    res.writeHead(status, { 'content-type': 'application/json', ...headers });
-    res.end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code, message } }));
-  }
-
   /** DNS-rebinding protection: the Host must be this listener, an Origin must be a local one or an allowed one. */
   private checkHostAndOrigin(req: IncomingMessage): void {
     const host = req.headers.host ?? '';
-    const { host: listenHost, port } = this.address;
-    const allowedHosts = new Set([`localhost:${port}`, `127.0.0.1:${port}`, `[::1]:${port}`, `${listenHost}:${port}`]);
-    if (!allowedHosts.has(host.toLowerCase())) throw new HttpError(403, `Host "${host}" is not this gateway (DNS rebinding protection)`);
+    if (!this.allowedHosts.has(host.toLowerCase())) throw new HttpError(403, `Host "${host}" is not this gateway (DNS rebinding protection)`);
     const origin = req.headers.origin;
     if (origin === undefined) return;
-    const localOrigins = [...allowedHosts].flatMap((h) => [`http://${h}`, `https://${h}`]);
-    if (!localOrigins.includes(origin.toLowerCase()) && !this.config.allowed_origins.includes(origin)) {
+    if (!this.localOrigins.has(origin.toLowerCase()) && !this.config.allowed_origins.includes(origin)) {
       throw new HttpError(403, `Origin "${origin}" is not allowed (DNS rebinding protection)`);
     }
   }
 
-  private async readBody(req: IncomingMessage): Promise<unknown> {
-    if (req.method !== 'POST') return undefined;
+  private readBody(req: IncomingMessage): Promise<unknown> {
     const max = sizeToBytes(this.config.sessions.max_body);
-    const declared = Number(req.headers['content-length'] ?? 0);
-    if (declared > max) throw new HttpError(413, `the body is larger than ${this.config.sessions.max_body}`);
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of req) {
-      size += (chunk as Buffer).length;
-      if (size > max) throw new HttpError(413, `the body is larger than ${this.config.sessions.max_body}`);
-      chunks.push(chunk as Buffer);
-    }
-    try {
-      return JSON.parse(Buffer.concat(chunks).toString('utf8'));
-    } catch {
-      throw new HttpError(400, 'Parse error: the body is not valid JSON');
-    }
+    const tooLarge = () => new HttpError(413, `the body is larger than ${this.config.sessions.max_body}`);
+    if (Number(req.headers['content-length'] ?? 0) > max) return Promise.reject(tooLarge());
+    return new Promise((resolve, reject) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      req.on('data', (chunk: Buffer) => {
+        size += chunk.length;
+        if (size > max) {
+          req.removeAllListeners('data');
+          reject(tooLarge());
+          return;
+        }
+        chunks.push(chunk);
+      });
+      req.on('error', reject);
+      req.on('end', () => {
+        if (size > max) return;
+        try {
+          resolve(JSON.parse((chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)).toString('utf8')));
+        } catch {
+          reject(new HttpError(400, 'Parse error: the body is not valid JSON', {}, -32700));
+        }
+      });
+    });
   }
 
   /** Bearer grant, or anonymous on an auth: none server. Failed attempts are audited and slowed. */
@@ -195,7 +194,12 @@ export class Gateway {
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     this.checkHostAndOrigin(req);
-    const url = new URL(req.url ?? '/', 'http://gateway');
+    const raw = req.url ?? '/';
+    const q = raw.indexOf('?');
+    const pathname = q < 0 ? raw : raw.slice(0, q);
+    const m = /^\/mcp\/([^/]+)\/?$/.exec(pathname);
+    if (m) return this.handleMcp(req, res, decodeURIComponent(m[1]));
+    const url = new URL(raw, 'http://gateway');
     if (url.pathname === '/healthz') {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ status: 'ok', servers: Object.keys(this.config.servers).length, sessions: this.sessions.size }));
@@ -226,31 +230,39 @@ export class Gateway {
     }
     const sse = /^\/sse\/([^/]+)(\/messages)?\/?$/.exec(url.pathname);
     if (sse) return this.handleSse(req, res, decodeURIComponent(sse[1]), sse[2] !== undefined, url);
-    const m = /^\/mcp\/([^/]+)\/?$/.exec(url.pathname);
-    if (!m) throw new HttpError(404, `no such endpoint: ${url.pathname} (servers are at /mcp/<server> and /sse/<server>)`);
-    const name = decodeURIComponent(m[1]);
+    throw new HttpError(404, `no such endpoint: ${url.pathname} (servers are at /mcp/<server> and /sse/<server>)`);
+  }
+
+  /** Streamable HTTP: POST sends, GET opens the session's stream, DELETE ends the session. */
+  private async handleMcp(req: IncomingMessage, res: ServerResponse, name: string): Promise<void> {
     const { server, grant } = await this.serverAndGrant(req, name);
-    const body = await this.readBody(req);
     const sid = req.headers['mcp-session-id'];
-    let live: Live | undefined;
-    if (typeof sid === 'string') {
-      live = this.sessions.get(sid);
-      if (!live || live.server !== name) throw new HttpError(404, 'Session not found: start a new session with initialize');
-      if (live.grant.id !== grant.id) throw new HttpError(403, 'this session belongs to another grant');
-    } else if (req.method === 'POST') {
+    if (req.method === 'POST') checkPostHeaders(req);
+    else if (req.method !== 'GET' && req.method !== 'DELETE') throw new HttpError(405, 'Method not allowed', { allow: 'GET, POST, DELETE' });
+    if (typeof sid !== 'string') {
+      if (req.method !== 'POST') throw new HttpError(400, 'Bad Request: Mcp-Session-Id header is required');
+      const body = await this.readBody(req);
+      const init = Array.isArray(body) ? body.find(isInitializeRequest) : isInitializeRequest(body) ? body : undefined;
+      if (!init) throw new HttpError(400, 'Bad Request: Mcp-Session-Id header is required: start a session with initialize');
       const id = randomUUID();
-      live = this.open(id, name, server, grant, new StreamableHTTPServerTransport({
-        sessionIdGenerator: () => id,
-        eventStore: new SessionEventStore(),
-        retryInterval: 1000,
-        onsessionclosed: () => { const l = this.sessions.get(id); if (l) void this.close(l, 'the client ended the session'); },
+      const live = this.open(id, name, server, grant, (session) => new StreamableSession({
+        sessionId: id,
+        retryMs: 1000,
+        maxEvents: 200,
+        onMessage: (m) => session.fromClient(m),
+        onClientGone: (requestId) => session.clientGone(requestId),
+        onEnded: () => { const l = this.sessions.get(id); if (l) void this.close(l, 'the client ended the session'); },
       }));
-    } else {
-      throw new HttpError(400, 'Bad request: no Mcp-Session-Id header');
+      live.streamable!.post(req, res, body);
+      return;
     }
+    const live = this.sessions.get(sid);
+    if (!live?.streamable || live.server !== name) throw new HttpError(404, 'Session not found: start a new session with initialize');
+    if (live.grant.id !== grant.id) throw new HttpError(403, 'this session belongs to another grant');
     live.lastActive = Date.now();
-    this.watchDisconnect(live, body, res);
-    await (live.transport as StreamableHTTPServerTransport).handleRequest(req as IncomingMessage & { auth?: undefined }, res, body);
+    if (req.method === 'POST') live.streamable.post(req, res, await this.readBody(req));
+    else if (req.method === 'GET') live.streamable.get(req, res);
+    else live.streamable.delete(res);
   }
 
   private async serverAndGrant(req: IncomingMessage, name: string): Promise<{ server: ServerConfig; grant: Grant }> {
@@ -265,28 +277,26 @@ export class Gateway {
     if (!messages) {
       if (req.method !== 'GET') throw new HttpError(405, 'open the SSE stream with GET');
       const transport = new SSEServerTransport(`/sse/${encodeURIComponent(name)}/messages`, res);
-      const live = this.open(transport.sessionId, name, server, grant, transport);
+      const live = this.open(transport.sessionId, name, server, grant, (session) => {
+        transport.onmessage = (m) => session.fromClient(m);
+        return {
+          send: (m) => { transport.send(m as JSONRPCMessage).catch((err: Error) => this.opts.log.debug({ err: err.message }, 'a message for a closed stream was dropped')); },
+          close: () => transport.close(),
+        };
+      });
+      live.sse = transport;
       res.on('close', () => void this.close(live, 'the SSE stream closed'));
       await transport.start();
       return;
     }
     if (req.method !== 'POST') throw new HttpError(405, 'send messages with POST');
     const live = this.sessions.get(url.searchParams.get('sessionId') ?? '');
-    if (!live || live.server !== name || !(live.transport instanceof SSEServerTransport)) throw new HttpError(404, 'Session not found: open /sse/<server> first');
+    const transport = live?.sse;
+    if (!live || !transport || live.server !== name) throw new HttpError(404, 'Session not found: open /sse/<server> first');
     if (live.grant.id !== grant.id) throw new HttpError(403, 'this session belongs to another grant');
     live.lastActive = Date.now();
     const body = await this.readBody(req);
-    await live.transport.handlePostMessage(req, res, body);
-  }
-
-  /** A client that hangs up before its answer cancels the call upstream. */
-  private watchDisconnect(live: Live, body: unknown, res: ServerResponse): void {
-    const ids = (Array.isArray(body) ? body : [body]).filter((m): m is Json => isObject(m) && typeof m.method === 'string' && m.id !== undefined).map((m) => m.id as Id);
-    if (ids.length === 0) return;
-    res.on('close', () => {
-      if (res.writableFinished) return;
-      for (const id of ids) live.session.clientGone(id);
-    });
+    await transport.handlePostMessage(req, res, body);
   }
 
   /**
@@ -326,7 +336,7 @@ export class Gateway {
     }));
   }
 
-  private open(id: string, name: string, server: ServerConfig, grant: Grant, transport: StreamableHTTPServerTransport | SSEServerTransport): Live {
+  private open(id: string, name: string, server: ServerConfig, grant: Grant, channelFor: (session: PolicySession) => ClientChannel): Live {
     const { log, state, audit } = this.opts;
     const policy = this.policyFor(server, grant);
     const engine = new Engine({ policy: policy ?? compileObject(PENDING_POLICY), counters: state.counters, flags: state.flags });
@@ -348,18 +358,16 @@ export class Gateway {
         },
         upstream: (_tool, outcome, seconds) => this.metrics.upstreamSeconds.observe({ server: name, outcome }, seconds),
       },
-      toClient: (m) => {
-        transport.send(m as JSONRPCMessage, { relatedRequestId: session.relatedRequest(m) }).catch((err: Error) => log.debug({ err: err.message }, 'a message for a closed stream was dropped'));
-      },
+      toClient: (m, raw) => channel.send(m, raw, session.relatedRequest(m)),
       toServer: (m) => { upstream.send(m).catch((err: Error) => session.deliveryFailed(m, err.message)); },
     });
-    transport.onmessage = (m) => session.fromClient(m);
-    upstream.onmessage = (m) => session.fromServer(m);
+    const channel = channelFor(session);
+    upstream.onmessage = (m, raw) => session.fromServer(m, raw);
     upstream.onclose = (reason) => {
       session.upstreamClosed(reason);
       log.warn({ server: name, session: id }, `upstream gone: ${reason}`);
     };
-    const live: Live = { id, server: name, grant, engine, policyFile: policy ? (grant.policy ?? server.policy) : undefined, transport, upstream, session, lastActive: Date.now() };
+    const live: Live = { id, server: name, grant, engine, policyFile: policy ? (grant.policy ?? server.policy) : undefined, channel, streamable: channel instanceof StreamableSession ? channel : undefined, upstream, session, lastActive: Date.now() };
     this.sessions.set(id, live);
     this.metrics.sessions.set({ server: name }, [...this.sessions.values()].filter((l) => l.server === name).length);
     log.info({ server: name, session: id, grant: grant.label }, 'session opened');
@@ -371,7 +379,7 @@ export class Gateway {
     this.metrics.sessions.set({ server: live.server }, [...this.sessions.values()].filter((l) => l.server === live.server).length);
     this.opts.log.info({ server: live.server, session: live.id }, `session closed: ${why}`);
     live.session.upstreamClosed(why);
-    await Promise.allSettled([live.transport.close(), live.upstream.close()]);
+    await Promise.allSettled([live.channel.close(), live.upstream.close()]);
   }
 
   private reap(idleMs: number): void {

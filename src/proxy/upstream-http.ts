@@ -24,20 +24,33 @@ export class HttpUpstream implements Upstream {
   private queue: Promise<void> = Promise.resolve();
   private first = true;
   private closing = false;
+  /** The id of the client's initialize request, to learn the negotiated protocol version from its answer. */
+  private initializeId?: unknown;
 
   constructor(private readonly opts: HttpUpstreamOptions) {
     this.transport = this.attach(new StreamableHTTPClientTransport(opts.url, { requestInit: { headers: opts.headers } }));
   }
 
   private attach(t: Transport): Transport {
-    t.onmessage = (m) => this.onmessage?.(m);
+    t.onmessage = (m) => {
+      if (this.initializeId !== undefined && 'id' in m && m.id === this.initializeId && 'result' in m) this.negotiated(m.result.protocolVersion);
+      this.onmessage?.(m);
+    };
     t.onerror = (err) => this.opts.log.warn({ err: err.message }, 'upstream transport error');
     t.onclose = () => { if (!this.closing) this.onclose?.('the connection to the upstream server closed'); };
     return t;
   }
 
+  /** Later requests carry the negotiated version in MCP-Protocol-Version, as the spec requires of HTTP clients. */
+  private negotiated(version: unknown): void {
+    this.initializeId = undefined;
+    const t = this.transport as Transport & { setProtocolVersion?: (v: string) => void };
+    if (typeof version === 'string') t.setProtocolVersion?.(version);
+  }
+
   /** Sends in order; a rejected promise means this message did not reach the server. */
   send(message: Json): Promise<void> {
+    if (message.method === 'initialize' && message.id !== undefined) this.initializeId = message.id;
     const sent = this.queue.then(() => this.deliver(message));
     this.queue = sent.catch(() => {});
     return sent;

@@ -1,0 +1,245 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
+import { idKey, isObject, isValidId, type Id, type Json } from '../proxy/messages.js';
+import { HttpError } from './http-errors.js';
+
+/** What the gateway's sessions deliver to their client, whatever the HTTP transport. */
+export interface ClientChannel {
+  /** `raw`: the message's exact JSON text when it came from the server unchanged. */
+  send(message: Json, raw: string | undefined, related: Id | undefined): void;
+  close(): void | Promise<void>;
+}
+
+export interface StreamableOptions {
+  sessionId: string;
+  /** The SSE `retry` a client waits before reconnecting a dropped stream. */
+  retryMs: number;
+  /** SSE events kept for clients that resume with Last-Event-ID. */
+  maxEvents: number;
+  onMessage(message: Json): void;
+  /** The client hung up before the answer to this request. */
+  onClientGone(id: Id): void;
+  /** The client ended the session (HTTP DELETE). */
+  onEnded(): void;
+}
+
+/** One POST that carried requests: answered as JSON, or as an SSE stream once the server sends anything else first. */
+interface Exchange {
+  res: ServerResponse;
+  ids: Id[];
+  /** Answers by request key, kept in request order for a JSON batch. */
+  answers: Map<string, string | undefined>;
+  unanswered: number;
+  stream?: string;
+}
+
+const STANDALONE = 'get';
+
+export function isInitializeRequest(m: unknown): boolean {
+  return isObject(m) && m.method === 'initialize' && Object.hasOwn(m, 'id');
+}
+
+function isMessage(m: unknown): m is Json {
+  if (!isObject(m) || m.jsonrpc !== '2.0') return false;
+  if (typeof m.method === 'string') return !Object.hasOwn(m, 'id') || isValidId(m.id);
+  return isValidId(m.id) && (Object.hasOwn(m, 'result') || Object.hasOwn(m, 'error'));
+}
+
+function isRequest(m: Json): boolean {
+  return typeof m.method === 'string' && Object.hasOwn(m, 'id');
+}
+
+/** Checks a POST before its body is read. */
+export function checkPostHeaders(req: IncomingMessage): void {
+  const accept = req.headers.accept ?? '';
+  if (!accept.includes('application/json') || !accept.includes('text/event-stream')) {
+    throw new HttpError(406, 'Not Acceptable: Client must accept both application/json and text/event-stream');
+  }
+  if (!(req.headers['content-type'] ?? '').includes('application/json')) {
+    throw new HttpError(415, 'Unsupported Media Type: Content-Type must be application/json');
+  }
+}
+
+/**
+ * The server side of one Streamable HTTP session (MCP 2025-03-26 and later). A POST's answer is
+ * held until the server's first message about it: if that is the answer, it goes back as plain
+ * JSON in one write; if the server first sends progress, a log message or a request of its own,
+ * the answer becomes an SSE stream (with a priming event for clients that can resume). Server
+ * messages about no request go to the GET stream. SSE events are kept, bounded, for Last-Event-ID.
+ */
+export class StreamableSession implements ClientChannel {
+  private readonly exchanges = new Map<string, Exchange>();
+  private readonly events = new Map<string, { stream: string; text?: string }>();
+  private standalone?: ServerResponse;
+  private protocolVersion = '2025-03-26';
+  private seq = 0;
+  private initialized = false;
+  private closed = false;
+  private readonly headers: Record<string, string>;
+
+  constructor(private readonly opts: StreamableOptions) {
+    this.headers = { 'mcp-session-id': opts.sessionId };
+  }
+
+  /** A POST whose headers passed `checkPostHeaders`, with its parsed body. */
+  post(req: IncomingMessage, res: ServerResponse, body: unknown): void {
+    const messages = Array.isArray(body) ? body : [body];
+    if (messages.length === 0 || !messages.every(isMessage)) throw new HttpError(400, 'Parse error: Invalid JSON-RPC message', {}, -32700);
+    const init = messages.find(isInitializeRequest);
+    if (init) {
+      if (messages.length > 1) throw new HttpError(400, 'Invalid Request: Only one initialization request is allowed', {}, -32600);
+      if (this.initialized) throw new HttpError(400, 'Invalid Request: Server already initialized', {}, -32600);
+      const version = isObject(init.params) ? init.params.protocolVersion : undefined;
+      if (typeof version === 'string') this.protocolVersion = version;
+      this.initialized = true;
+    } else {
+      this.checkProtocolVersion(req);
+    }
+    const requests = messages.filter(isRequest);
+    if (requests.length === 0) {
+      res.writeHead(202, this.headers).end();
+      for (const m of messages) this.opts.onMessage(m);
+      return;
+    }
+    const keys = requests.map((m) => idKey(m.id as Id));
+    if (keys.some((k, i) => this.exchanges.has(k) || keys.indexOf(k) !== i)) {
+      throw new HttpError(400, 'Invalid Request: a request id is already in use by a request in flight', {}, -32600);
+    }
+    const ex: Exchange = { res, ids: requests.map((m) => m.id as Id), answers: new Map(keys.map((k) => [k, undefined])), unanswered: keys.length };
+    for (const k of keys) this.exchanges.set(k, ex);
+    res.on('close', () => this.hungUp(ex, res));
+    for (const m of messages) this.opts.onMessage(m);
+  }
+
+  /** GET: the session's own SSE stream, or the rest of a dropped stream after Last-Event-ID. */
+  get(req: IncomingMessage, res: ServerResponse): void {
+    if (!(req.headers.accept ?? '').includes('text/event-stream')) throw new HttpError(406, 'Not Acceptable: Client must accept text/event-stream');
+    this.checkProtocolVersion(req);
+    const last = req.headers['last-event-id'];
+    const resumed = typeof last === 'string' ? this.events.get(last) : undefined;
+    if (typeof last === 'string' && resumed) return this.resume(last, resumed.stream, res);
+    if (this.standalone) throw new HttpError(409, 'Conflict: Only one SSE stream is allowed per session');
+    this.openStream(res, STANDALONE);
+    this.standalone = res;
+    res.on('close', () => { if (this.standalone === res) this.standalone = undefined; });
+  }
+
+  /** DELETE: the client ends the session. */
+  delete(res: ServerResponse): void {
+    res.writeHead(200, this.headers).end();
+    this.opts.onEnded();
+  }
+
+  send(message: Json, raw: string | undefined, related: Id | undefined): void {
+    if (this.closed) return;
+    // A raw line may hold a carriage return between tokens, which would end an SSE line early.
+    const text = raw !== undefined && !raw.includes('\r') ? raw : JSON.stringify(message);
+    if (!Object.hasOwn(message, 'method')) {
+      const key = isValidId(message.id) ? idKey(message.id) : '';
+      const ex = this.exchanges.get(key);
+      if (ex) this.answer(ex, key, text);
+      return;
+    }
+    const ex = related === undefined ? undefined : this.exchanges.get(idKey(related));
+    if (ex) {
+      this.stream(ex);
+      this.write(ex.res, this.store(ex.stream!, text), text);
+      return;
+    }
+    const eventId = this.store(STANDALONE, text);
+    if (this.standalone) this.write(this.standalone, eventId, text);
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.standalone?.end();
+    for (const ex of new Set(this.exchanges.values())) {
+      if (ex.res.headersSent) ex.res.end();
+      else ex.res.writeHead(503, { 'content-type': 'application/json', ...this.headers }).end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32603, message: 'the session was closed' } }));
+    }
+    this.exchanges.clear();
+  }
+
+  private checkProtocolVersion(req: IncomingMessage): void {
+    const v = req.headers['mcp-protocol-version'];
+    if (typeof v === 'string' && !SUPPORTED_PROTOCOL_VERSIONS.includes(v)) {
+      throw new HttpError(400, `Bad Request: Unsupported protocol version: ${v} (supported versions: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')})`);
+    }
+  }
+
+  private answer(ex: Exchange, key: string, text: string): void {
+    this.exchanges.delete(key);
+    ex.unanswered--;
+    if (ex.stream !== undefined) {
+      this.write(ex.res, this.store(ex.stream, text), text);
+      if (ex.unanswered === 0) ex.res.end();
+      return;
+    }
+    ex.answers.set(key, text);
+    if (ex.unanswered > 0) return;
+    const answers = [...ex.answers.values()] as string[];
+    ex.res.writeHead(200, { 'content-type': 'application/json', ...this.headers });
+    ex.res.end(ex.ids.length === 1 && answers.length === 1 ? answers[0] : `[${answers.join(',')}]`);
+  }
+
+  /** Turns a held answer into an SSE stream; answers already in (a batch) go first. */
+  private stream(ex: Exchange): void {
+    if (ex.stream !== undefined) return;
+    ex.stream = `s${++this.seq}`;
+    this.openStream(ex.res, ex.stream);
+    for (const text of ex.answers.values()) if (text !== undefined) this.write(ex.res, this.store(ex.stream, text), text);
+  }
+
+  private openStream(res: ServerResponse, stream: string): void {
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', ...this.headers });
+    // Clients from 2025-11-25 on understand an empty event that only carries an id and a retry time.
+    if (this.protocolVersion >= '2025-11-25') res.write(`id: ${this.store(stream)}\nretry: ${this.opts.retryMs}\ndata: \n\n`);
+    else res.flushHeaders();
+  }
+
+  private store(stream: string, text?: string): string {
+    const id = `${stream}_${++this.seq}`;
+    this.events.set(id, { stream, text });
+    if (this.events.size > this.opts.maxEvents) this.events.delete(this.events.keys().next().value!);
+    return id;
+  }
+
+  private write(res: ServerResponse, eventId: string, text: string): void {
+    if (!res.writableEnded) res.write(`event: message\nid: ${eventId}\ndata: ${text}\n\n`);
+  }
+
+  /** Replays a stream's events after `lastId`; the stream continues here if it is still open. */
+  private resume(lastId: string, stream: string, res: ServerResponse): void {
+    const ex = stream === STANDALONE ? undefined : [...this.exchanges.values()].find((e) => e.stream === stream);
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', ...this.headers });
+    let after = false;
+    for (const [id, e] of this.events) {
+      if (after && e.stream === stream && e.text !== undefined) this.write(res, id, e.text);
+      if (id === lastId) after = true;
+    }
+    if (stream === STANDALONE) {
+      this.standalone?.end();
+      this.standalone = res;
+      res.on('close', () => { if (this.standalone === res) this.standalone = undefined; });
+    } else if (ex) {
+      const old = ex.res;
+      ex.res = res;
+      old.end();
+      res.on('close', () => this.hungUp(ex, res));
+    } else {
+      res.end();
+    }
+  }
+
+  /** The client went away before every answer of this POST was sent: those calls are cancelled. */
+  private hungUp(ex: Exchange, res: ServerResponse): void {
+    if (this.closed || ex.unanswered === 0 || res !== ex.res) return;
+    for (const id of ex.ids) {
+      const key = idKey(id);
+      if (this.exchanges.get(key) !== ex) continue;
+      this.exchanges.delete(key);
+      this.opts.onClientGone(id);
+    }
+  }
+}
