@@ -31,6 +31,17 @@ describe('audit log', () => {
     assert.deepEqual(log.verify(), { ok: true, rows: 5 });
   });
 
+  it('an outcome that arrives after its row was written is sealed onto that row', () => {
+    const { log } = filled(2);
+    const late = log.append({ kind: 'call', tool: 'late', decision: 'allow' });
+    log.flush();
+    log.finish(late, 'is_error', 7.25);
+    const row = log.query({ tool: 'late' })[0];
+    assert.equal(row.outcome, 'is_error');
+    assert.equal(row.latency_ms, 7.25);
+    assert.deepEqual(log.verify(), { ok: true, rows: 3 });
+  });
+
   for (const [what, sql, problem] of [
     ['an edited row', "UPDATE audit SET decision = 'allow' WHERE id = 2", /row 2 was edited/],
     ['a deleted row', 'DELETE FROM audit WHERE id = 3', /row 4 does not follow/],

@@ -86,7 +86,8 @@ export interface VerifyResult {
   badId?: number;
 }
 
-type Row = Record<string, string | null>;
+type Row = Record<string, string | number | null>;
+interface Outcome { eventId: string; outcome: string; latency: number | null }
 /** A row waiting for the next batch, with the arguments it still has to hash. */
 interface PendingRow { entry: JournalEntry; args?: Record<string, unknown>; storeArgValues?: boolean }
 
@@ -154,15 +155,14 @@ function alive(pid: number): boolean {
 export class AuditLog {
   readonly instance = `${hostname()}:${process.pid}`;
   private readonly db: Database.Database;
-  private readonly insertBatch: (rows: Row[]) => Map<string, string>;
-  private readonly applyOutcomes: (items: { eventId: string; outcome: string; latency: number | null }[]) => void;
+  private readonly insertBatch: (rows: Row[], outcomes?: Outcome[]) => void;
   private readonly journalPath: string;
   private readonly journalPrefix: string;
   private journalFd: number | null = null;
   private pending: PendingRow[] = [];
   private readonly idPrefix = `${process.pid.toString(36)}-${randomUUID().slice(0, 8)}-`;
   private seq = 0;
-  private outcomes: { eventId: string; outcome: string; latency: number | null }[] = [];
+  private outcomes: Outcome[] = [];
   /** Row hashes of events whose outcome has not arrived yet. */
   private readonly hashes = new Map<string, string>();
   private timer: NodeJS.Timeout | undefined;
@@ -178,35 +178,36 @@ export class AuditLog {
       CREATE INDEX IF NOT EXISTS audit_ts ON audit (ts);
       CREATE TABLE IF NOT EXISTS audit_head (one INTEGER PRIMARY KEY CHECK (one = 1), id INTEGER NOT NULL, hash TEXT NOT NULL);`);
     const last = this.db.prepare<[], { hash: string }>('SELECT hash FROM audit_head WHERE one = 1');
-    const insert = this.db.prepare(`INSERT OR IGNORE INTO audit (event_id, ts, instance, kind, server, grant_label, session, client, tool, decision, rule, message, arg_keys, args_sha256, args, policy_hash, prev_hash, hash)
-      VALUES (@event_id, @ts, @instance, @kind, @server, @grant_label, @session, @client, @tool, @decision, @rule, @message, @arg_keys, @args_sha256, @args, @policy_hash, @prev_hash, @hash)`);
+    const insert = this.db.prepare(`INSERT OR IGNORE INTO audit (event_id, ts, instance, kind, server, grant_label, session, client, tool, decision, rule, message, arg_keys, args_sha256, args, policy_hash, prev_hash, hash, outcome, latency_ms, outcome_hash)
+      VALUES (@event_id, @ts, @instance, @kind, @server, @grant_label, @session, @client, @tool, @decision, @rule, @message, @arg_keys, @args_sha256, @args, @policy_hash, @prev_hash, @hash, @outcome, @latency_ms, @outcome_hash)`);
     const head = this.db.prepare('INSERT INTO audit_head (one, id, hash) VALUES (1, ?, ?) ON CONFLICT (one) DO UPDATE SET id = excluded.id, hash = excluded.hash');
     // IMMEDIATE: the chain's tail is read and extended under the write lock, so several
     // processes appending to one file still make one unbroken chain.
-    this.insertBatch = this.db.transaction((rows: Row[]) => {
+    const finish = this.db.prepare('UPDATE audit SET outcome = ?, latency_ms = ?, outcome_hash = ? WHERE event_id = ?');
+    const hashOf = this.db.prepare<[string], { hash: string }>('SELECT hash FROM audit WHERE event_id = ?');
+    // One transaction a batch: new rows (with their outcome when it is already known, which is
+    // the usual case: most calls finish within one batch), then outcomes of older rows.
+    this.insertBatch = this.db.transaction((rows: Row[], outcomes: Outcome[] = []) => {
+      const known = new Map(outcomes.map((o) => [o.eventId, o]));
       let prev = last.get()?.hash ?? GENESIS;
       let lastId = 0;
-      const hashes = new Map<string, string>();
       for (const row of rows) {
         const hash = rowHash(prev, row);
-        const info = insert.run({ ...row, prev_hash: prev, hash });
+        const o = known.get(row.event_id as string);
+        if (o) known.delete(o.eventId);
+        const info = insert.run({ ...row, prev_hash: prev, hash, outcome: o?.outcome ?? null, latency_ms: o?.latency ?? null, outcome_hash: o ? outcomeHash(hash, o.outcome, o.latency) : null });
         if (info.changes === 0) continue; // replayed from a journal, already stored
         lastId = Number(info.lastInsertRowid);
-        hashes.set(row.event_id!, hash);
+        if (!o) this.hashes.set(row.event_id as string, hash);
         prev = hash;
       }
       if (lastId) head.run(lastId, prev);
-      return hashes;
-    }).immediate;
-    const finish = this.db.prepare('UPDATE audit SET outcome = ?, latency_ms = ?, outcome_hash = ? WHERE event_id = ?');
-    const hashOf = this.db.prepare<[string], { hash: string }>('SELECT hash FROM audit WHERE event_id = ?');
-    this.applyOutcomes = this.db.transaction((items: { eventId: string; outcome: string; latency: number | null }[]) => {
-      for (const o of items) {
+      for (const o of known.values()) {
         const hash = this.hashes.get(o.eventId) ?? hashOf.get(o.eventId)?.hash;
         this.hashes.delete(o.eventId);
         if (hash) finish.run(o.outcome, o.latency, outcomeHash(hash, o.outcome, o.latency), o.eventId);
       }
-    });
+    }).immediate;
     this.journalPrefix = `${sha256(resolve(file)).slice(0, 16)}.journal-`;
     const dirs = journalDirs(file);
     this.journalPath = join(dirs[0], `${this.journalPrefix}${process.pid}-${randomUUID().slice(0, 8)}`);
@@ -266,24 +267,20 @@ export class AuditLog {
   flush(): void {
     clearTimeout(this.timer);
     this.timer = undefined;
-    if (this.pending.length > 0) {
-      const rows = this.pending.map(({ entry, args, storeArgValues }) => {
-        const row = rowOf(entry);
-        if (args) {
-          row.args_sha256 = sha256(canonicalJson(args));
-          if (storeArgValues) row.args = JSON.stringify(maskSecrets(args));
-        }
-        return row;
-      });
-      this.pending = [];
-      for (const [id, hash] of this.insertBatch(rows)) this.hashes.set(id, hash);
-      if (this.journalFd !== null) ftruncateSync(this.journalFd, 0);
-    }
-    if (this.outcomes.length > 0) {
-      const items = this.outcomes;
-      this.outcomes = [];
-      this.applyOutcomes(items);
-    }
+    if (this.pending.length === 0 && this.outcomes.length === 0) return;
+    const rows = this.pending.map(({ entry, args, storeArgValues }) => {
+      const row = rowOf(entry);
+      if (args) {
+        row.args_sha256 = sha256(canonicalJson(args));
+        if (storeArgValues) row.args = JSON.stringify(maskSecrets(args));
+      }
+      return row;
+    });
+    const outcomes = this.outcomes;
+    this.pending = [];
+    this.outcomes = [];
+    this.insertBatch(rows, outcomes);
+    if (rows.length > 0 && this.journalFd !== null) ftruncateSync(this.journalFd, 0);
   }
 
   query(q: AuditQuery = {}): AuditRow[] {
