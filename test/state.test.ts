@@ -114,6 +114,24 @@ describe('sqlite state across processes', () => {
     assert.equal(Number(a.stdout) + Number(b.stdout), 500);
   });
 
+  it('a kill switch or a grant change written by another connection is seen on the next read', async () => {
+    const file = join(tempDir(), 'flags.db');
+    const gateway = openSqliteState(file);
+    const cli = openSqliteState(file);
+    await cli.grants.create({ id: 'gr_1', label: 'a', server: 's', tags: [], createdAt: new Date(NOW).toISOString() }, 'hash-1');
+    assert.equal((await gateway.grants.byTokenHash('hash-1'))?.id, 'gr_1');
+    assert.equal(await gateway.flags.killedFor('s'), null);
+    await cli.grants.rotate('gr_1', 'hash-2');
+    await cli.flags.setKillSwitch('s', true);
+    assert.equal(await gateway.grants.byTokenHash('hash-1'), null, 'the old token stops working');
+    assert.equal(await gateway.flags.killedFor('s'), 's');
+    assert.equal((await gateway.grants.byTokenHash('hash-2'))?.revokedAt, undefined);
+    await gateway.grants.revoke('gr_1', new Date(NOW).toISOString());
+    assert.ok((await gateway.grants.byTokenHash('hash-2'))?.revokedAt, 'own writes clear the cache too');
+    await gateway.close();
+    await cli.close();
+  });
+
   it('counters survive closing and reopening the file', async () => {
     const file = join(tempDir(), 'persist.db');
     const s1 = openSqliteState(file);

@@ -94,39 +94,60 @@ export class SqliteCounterStore implements CounterStore {
   }
 }
 
+/**
+ * Answers read on every call, cached until the file changes: `PRAGMA data_version` moves whenever
+ * another connection commits (another process flipping a switch or revoking a grant); this
+ * connection's own writes call `clear`. Bounded, so unknown keys (guessed tokens) cannot grow it.
+ */
+class UntilChanged<V> {
+  private readonly dataVersion: Database.Statement<[], { data_version: number }>;
+  private version = -1;
+  private readonly answers = new Map<string, V>();
+
+  constructor(db: Database.Database, private readonly max = 10_000) {
+    this.dataVersion = db.prepare('PRAGMA data_version');
+  }
+
+  get(key: string, compute: () => V): V {
+    const version = this.dataVersion.get()!.data_version;
+    if (version !== this.version || this.answers.size >= this.max) {
+      this.version = version;
+      this.answers.clear();
+    }
+    if (this.answers.has(key)) return this.answers.get(key)!;
+    const answer = compute();
+    this.answers.set(key, answer);
+    return answer;
+  }
+
+  clear(): void {
+    this.version = -1;
+  }
+}
+
 export class SqliteFlagStore implements FlagStore {
   private readonly killed: Database.Statement<[string], { scope: string }>;
-  private readonly dataVersion: Database.Statement<[], { data_version: number }>;
-  private cache = { version: -1, answers: new Map<string, KillScope | null>() };
+  private readonly cache: UntilChanged<KillScope | null>;
 
   constructor(private readonly db: Database.Database) {
     db.exec(`CREATE TABLE IF NOT EXISTS kill_switch (
       scope TEXT PRIMARY KEY, is_on INTEGER NOT NULL, reason TEXT, at TEXT NOT NULL)`);
     this.killed = db.prepare("SELECT scope FROM kill_switch WHERE scope IN ('*', ?) AND is_on = 1");
-    this.dataVersion = db.prepare('PRAGMA data_version');
+    this.cache = new UntilChanged(db);
   }
 
-  /**
-   * Read on every call, so it is cached until the file changes: `PRAGMA data_version` moves
-   * whenever another connection commits (another process flipping the switch), and this
-   * connection's own writes clear the cache.
-   */
   killedFor(server: string): KillScope | null {
-    const version = this.dataVersion.get()!.data_version;
-    if (version !== this.cache.version) this.cache = { version, answers: new Map() };
-    const cached = this.cache.answers.get(server);
-    if (cached !== undefined) return cached;
-    const rows = this.killed.all(server);
-    const answer = rows.length === 0 ? null : rows.some((r) => r.scope === '*') ? '*' : server;
-    this.cache.answers.set(server, answer);
-    return answer;
+    return this.cache.get(server, () => {
+      const rows = this.killed.all(server);
+      return rows.length === 0 ? null : rows.some((r) => r.scope === '*') ? '*' : server;
+    });
   }
 
   async setKillSwitch(scope: KillScope, on: boolean, reason?: string): Promise<void> {
     this.db
       .prepare('INSERT INTO kill_switch (scope, is_on, reason, at) VALUES (?, ?, ?, ?) ON CONFLICT (scope) DO UPDATE SET is_on = excluded.is_on, reason = excluded.reason, at = excluded.at')
       .run(scope, on ? 1 : 0, reason ?? null, new Date().toISOString());
-    this.cache = { version: -1, answers: new Map() };
+    this.cache.clear();
   }
 
   async listKillSwitches(): Promise<KillSwitchState[]> {
@@ -167,22 +188,28 @@ function grantOf(r: GrantRow): Grant {
 
 export class SqliteGrantStore implements GrantStore {
   private readonly byHash: Database.Statement<[string], GrantRow>;
+  /** Looked up on every request; revocation by another process moves data_version, so it still acts on the next request. */
+  private readonly cache: UntilChanged<Grant | null>;
 
   constructor(private readonly db: Database.Database) {
     db.exec(`CREATE TABLE IF NOT EXISTS grants (
       id TEXT PRIMARY KEY, label TEXT NOT NULL, server TEXT NOT NULL, token_hash TEXT NOT NULL UNIQUE, tags TEXT NOT NULL,
       policy TEXT, created_at TEXT NOT NULL, expires_at TEXT, revoked_at TEXT)`);
     this.byHash = db.prepare('SELECT * FROM grants WHERE token_hash = ?');
+    this.cache = new UntilChanged(db);
   }
 
   create(g: Grant, tokenHash: string): void {
     this.db.prepare('INSERT INTO grants (id, label, server, token_hash, tags, policy, created_at, expires_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)')
       .run(g.id, g.label, g.server, tokenHash, JSON.stringify(g.tags), g.policy ?? null, g.createdAt, g.expiresAt ?? null);
+    this.cache.clear();
   }
 
   byTokenHash(tokenHash: string): Grant | null {
-    const row = this.byHash.get(tokenHash);
-    return row ? grantOf(row) : null;
+    return this.cache.get(tokenHash, () => {
+      const row = this.byHash.get(tokenHash);
+      return row ? grantOf(row) : null;
+    });
   }
 
   list(): Grant[] {
@@ -190,10 +217,12 @@ export class SqliteGrantStore implements GrantStore {
   }
 
   rotate(id: string, tokenHash: string): boolean {
+    this.cache.clear();
     return this.db.prepare('UPDATE grants SET token_hash = ? WHERE id = ? AND revoked_at IS NULL').run(tokenHash, id).changes === 1;
   }
 
   revoke(id: string, at: string): boolean {
+    this.cache.clear();
     return this.db.prepare('UPDATE grants SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(at, id).changes === 1;
   }
 }
