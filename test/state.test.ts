@@ -123,6 +123,8 @@ describe('sqlite state across processes', () => {
     assert.equal(await gateway.flags.killedFor('s'), null);
     await cli.grants.rotate('gr_1', 'hash-2');
     await cli.flags.setKillSwitch('s', true);
+    // Another process's write reaches the gateway through I/O, so in a later event-loop turn.
+    await new Promise((r) => setImmediate(r));
     assert.equal(await gateway.grants.byTokenHash('hash-1'), null, 'the old token stops working');
     assert.equal(await gateway.flags.killedFor('s'), 's');
     assert.equal((await gateway.grants.byTokenHash('hash-2'))?.revokedAt, undefined);

@@ -19,6 +19,7 @@ export class StdioUpstream implements Upstream {
   onmessage?: (message: unknown, raw?: string) => void;
   onclose?: (reason: string) => void;
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  private turn = false;
 
   constructor(opts: StdioUpstreamOptions) {
     this.child = spawn(opts.command, opts.args, { env: opts.env, cwd: opts.cwd, stdio: ['pipe', 'pipe', 'inherit'] });
@@ -52,8 +53,20 @@ export class StdioUpstream implements Upstream {
   }
 
   send(message: Json): Promise<void> {
-    if (!this.child.stdin?.writable) return Promise.reject(new Error('the server process is not running'));
-    this.child.stdin.write(JSON.stringify(message) + '\n');
+    const stdin = this.child.stdin;
+    if (!stdin?.writable) return Promise.reject(new Error('the server process is not running'));
+    // The first message of an event-loop turn goes out at once; more in the same turn (a busy
+    // gateway) are held to the turn's end and go out in one write, one wake-up of the server.
+    if (!this.turn) {
+      this.turn = true;
+      setImmediate(() => {
+        this.turn = false;
+        if (stdin.writableCorked) stdin.uncork();
+      });
+    } else if (!stdin.writableCorked) {
+      stdin.cork();
+    }
+    stdin.write(JSON.stringify(message) + '\n');
     return Promise.resolve();
   }
 

@@ -95,21 +95,42 @@ export class SqliteCounterStore implements CounterStore {
 }
 
 /**
- * Answers read on every call, cached until the file changes: `PRAGMA data_version` moves whenever
- * another connection commits (another process flipping a switch or revoking a grant); this
+ * `PRAGMA data_version` of one connection, read at most once per event-loop turn: it moves when
+ * another connection commits, and another process's write can only reach this one through I/O,
+ * which starts a new turn. The read takes the file's locks, so a gateway reading it for every
+ * grant and kill-switch check of every request in a turn would pay that many times.
+ */
+class DataVersion {
+  private readonly stmt: Database.Statement<[], { data_version: number }>;
+  private value = -1;
+  private fresh = false;
+
+  constructor(db: Database.Database) {
+    this.stmt = db.prepare('PRAGMA data_version');
+  }
+
+  read(): number {
+    if (!this.fresh) {
+      this.value = this.stmt.get()!.data_version;
+      this.fresh = true;
+      setImmediate(() => { this.fresh = false; }).unref();
+    }
+    return this.value;
+  }
+}
+
+/**
+ * Answers read on every call, cached until another connection changes the file; this
  * connection's own writes call `clear`. Bounded, so unknown keys (guessed tokens) cannot grow it.
  */
 class UntilChanged<V> {
-  private readonly dataVersion: Database.Statement<[], { data_version: number }>;
   private version = -1;
   private readonly answers = new Map<string, V>();
 
-  constructor(db: Database.Database, private readonly max = 10_000) {
-    this.dataVersion = db.prepare('PRAGMA data_version');
-  }
+  constructor(private readonly dataVersion: DataVersion, private readonly max = 10_000) {}
 
   get(key: string, compute: () => V): V {
-    const version = this.dataVersion.get()!.data_version;
+    const version = this.dataVersion.read();
     if (version !== this.version || this.answers.size >= this.max) {
       this.version = version;
       this.answers.clear();
@@ -129,11 +150,11 @@ export class SqliteFlagStore implements FlagStore {
   private readonly killed: Database.Statement<[string], { scope: string }>;
   private readonly cache: UntilChanged<KillScope | null>;
 
-  constructor(private readonly db: Database.Database) {
+  constructor(private readonly db: Database.Database, dataVersion: DataVersion) {
     db.exec(`CREATE TABLE IF NOT EXISTS kill_switch (
       scope TEXT PRIMARY KEY, is_on INTEGER NOT NULL, reason TEXT, at TEXT NOT NULL)`);
     this.killed = db.prepare("SELECT scope FROM kill_switch WHERE scope IN ('*', ?) AND is_on = 1");
-    this.cache = new UntilChanged(db);
+    this.cache = new UntilChanged(dataVersion);
   }
 
   killedFor(server: string): KillScope | null {
@@ -191,12 +212,12 @@ export class SqliteGrantStore implements GrantStore {
   /** Looked up on every request; revocation by another process moves data_version, so it still acts on the next request. */
   private readonly cache: UntilChanged<Grant | null>;
 
-  constructor(private readonly db: Database.Database) {
+  constructor(private readonly db: Database.Database, dataVersion: DataVersion) {
     db.exec(`CREATE TABLE IF NOT EXISTS grants (
       id TEXT PRIMARY KEY, label TEXT NOT NULL, server TEXT NOT NULL, token_hash TEXT NOT NULL UNIQUE, tags TEXT NOT NULL,
       policy TEXT, created_at TEXT NOT NULL, expires_at TEXT, revoked_at TEXT)`);
     this.byHash = db.prepare('SELECT * FROM grants WHERE token_hash = ?');
-    this.cache = new UntilChanged(db);
+    this.cache = new UntilChanged(dataVersion);
   }
 
   create(g: Grant, tokenHash: string): void {
@@ -229,12 +250,13 @@ export class SqliteGrantStore implements GrantStore {
 
 export function openSqliteState(file: string): StateStore {
   const db = openDatabase(file);
+  const dataVersion = new DataVersion(db);
   return {
     kind: 'sqlite',
     counters: new SqliteCounterStore(db),
-    flags: new SqliteFlagStore(db),
+    flags: new SqliteFlagStore(db, dataVersion),
     pins: new SqlitePinStore(db),
-    grants: new SqliteGrantStore(db),
+    grants: new SqliteGrantStore(db, dataVersion),
     close: async () => { closeDatabase(db); },
   };
 }
