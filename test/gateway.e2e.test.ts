@@ -260,6 +260,10 @@ describe('toolgate serve: the gateway', () => {
     assert.match(events[1], /"method":"notifications\/message".*working on c1/);
     assert.match(events[2], /"id":"c1".*chatty done/);
     assert.equal(events.length, 3, 'news about no request goes to the GET stream, not this one');
+    const slow = await post('/mcp/lenient', call('s1', 'slow', { ms: 2800 }), h);
+    assert.match(slow.headers.get('content-type') ?? '', /^text\/event-stream/, 'an answer held 2 s becomes a stream, so proxies see the connection alive');
+    assert.match(sseEvents(slow.body)[0], /^id: \S+\nretry: 1000\ndata: $/);
+    assert.match(sseEvents(slow.body).at(-1)!, /"id":"s1".*slow done/);
     const old = await post('/mcp/lenient', call('c2', 'chatty'), await rawSession('2025-06-18'));
     assert.doesNotMatch(sseEvents(old.body)[0], /retry:/, 'no priming event for clients older than 2025-11-25');
   });

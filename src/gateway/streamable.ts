@@ -16,6 +16,12 @@ export interface StreamableOptions {
   retryMs: number;
   /** SSE events kept for clients that resume with Last-Event-ID. */
   maxEvents: number;
+  /**
+   * An answer held this long becomes an SSE stream, and open streams get a comment this often,
+   * so that a slow call keeps its connection alive through proxies that close silent ones.
+   */
+  holdMs?: number;
+  keepAliveMs?: number;
   onMessage(message: Json): void;
   /** The client hung up before the answer to this request. */
   onClientGone(id: Id): void;
@@ -31,6 +37,8 @@ interface Exchange {
   answers: Map<string, string | undefined>;
   unanswered: number;
   stream?: string;
+  /** When the POST came, then when its stream was last written to. */
+  touched: number;
 }
 
 const STANDALONE = 'get';
@@ -76,9 +84,15 @@ export class StreamableSession implements ClientChannel {
   private initialized = false;
   private closed = false;
   private readonly headers: Record<string, string>;
+  private heartbeat?: NodeJS.Timeout;
+  private standaloneTouched = 0;
+  private readonly holdMs: number;
+  private readonly keepAliveMs: number;
 
   constructor(private readonly opts: StreamableOptions) {
     this.headers = { 'mcp-session-id': opts.sessionId };
+    this.holdMs = opts.holdMs ?? 2_000;
+    this.keepAliveMs = opts.keepAliveMs ?? 15_000;
   }
 
   /** A POST whose headers passed `checkPostHeaders`, with its parsed body. */
@@ -105,8 +119,9 @@ export class StreamableSession implements ClientChannel {
     if (keys.some((k, i) => this.exchanges.has(k) || keys.indexOf(k) !== i)) {
       throw new HttpError(400, 'Invalid Request: a request id is already in use by a request in flight', {}, -32600);
     }
-    const ex: Exchange = { res, ids: requests.map((m) => m.id as Id), answers: new Map(keys.map((k) => [k, undefined])), unanswered: keys.length };
+    const ex: Exchange = { res, ids: requests.map((m) => m.id as Id), answers: new Map(keys.map((k) => [k, undefined])), unanswered: keys.length, touched: Date.now() };
     for (const k of keys) this.exchanges.set(k, ex);
+    this.beat();
     res.on('close', () => this.hungUp(ex, res));
     for (const m of messages) this.opts.onMessage(m);
   }
@@ -121,6 +136,8 @@ export class StreamableSession implements ClientChannel {
     if (this.standalone) throw new HttpError(409, 'Conflict: Only one SSE stream is allowed per session');
     this.openStream(res, STANDALONE);
     this.standalone = res;
+    this.standaloneTouched = Date.now();
+    this.beat();
     res.on('close', () => { if (this.standalone === res) this.standalone = undefined; });
   }
 
@@ -153,12 +170,40 @@ export class StreamableSession implements ClientChannel {
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    clearInterval(this.heartbeat);
     this.standalone?.end();
     for (const ex of new Set(this.exchanges.values())) {
       if (ex.res.headersSent) ex.res.end();
       else ex.res.writeHead(503, { 'content-type': 'application/json', ...this.headers }).end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32603, message: 'the session was closed' } }));
     }
     this.exchanges.clear();
+  }
+
+  /** Runs while anything is open: held answers become streams, quiet streams get a keep-alive comment. */
+  private beat(): void {
+    if (this.heartbeat) return;
+    const tick = Math.min(this.holdMs, this.keepAliveMs) / 4;
+    this.heartbeat = setInterval(() => {
+      const now = Date.now();
+      const open = new Set(this.exchanges.values());
+      for (const ex of open) {
+        if (ex.stream === undefined) {
+          if (now - ex.touched >= this.holdMs) { this.stream(ex); ex.touched = now; }
+        } else if (now - ex.touched >= this.keepAliveMs && !ex.res.writableEnded) {
+          ex.res.write(': keep-alive\n\n');
+          ex.touched = now;
+        }
+      }
+      if (this.standalone && now - this.standaloneTouched >= this.keepAliveMs) {
+        this.standalone.write(': keep-alive\n\n');
+        this.standaloneTouched = now;
+      }
+      if (open.size === 0 && !this.standalone) {
+        clearInterval(this.heartbeat);
+        this.heartbeat = undefined;
+      }
+    }, tick);
+    this.heartbeat.unref();
   }
 
   private checkProtocolVersion(req: IncomingMessage): void {
@@ -207,6 +252,7 @@ export class StreamableSession implements ClientChannel {
 
   private write(res: ServerResponse, eventId: string, text: string): void {
     if (!res.writableEnded) res.write(`event: message\nid: ${eventId}\ndata: ${text}\n\n`);
+    if (res === this.standalone) this.standaloneTouched = Date.now();
   }
 
   /** Replays a stream's events after `lastId`; the stream continues here if it is still open. */
