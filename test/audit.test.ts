@@ -98,6 +98,24 @@ describe('audit journal', () => {
     assert.ok(log.verify().ok);
   });
 
+  it('with a writer thread: batches are written beside the event loop, flush waits for them, the chain holds', () => {
+    const file = join(tempDir(), 'audit.db');
+    const log = new AuditLog(file, { background: true });
+    for (let i = 0; i < 600; i++) {
+      const ref = log.append({ kind: 'call', tool: `t${i}`, decision: 'allow', args: { i } });
+      if (i % 3 === 0) log.finish(ref, 'result', i);
+      if (i === 300) log.flush();
+    }
+    const rows = log.query({ limit: 10_000 });
+    assert.equal(rows.length, 600);
+    assert.deepEqual(rows.slice(0, 3).map((r) => r.tool), ['t0', 't1', 't2']);
+    assert.equal(rows[3].outcome, 'result');
+    assert.match(rows[5].args_sha256!, /^[0-9a-f]{64}$/);
+    assert.deepEqual(log.verify(), { ok: true, rows: 600 });
+    log.close();
+    assert.deepEqual(new AuditLog(file).verify(), { ok: true, rows: 600 });
+  });
+
   it('stores masked argument values only when asked', () => {
     const log = new AuditLog(join(tempDir(), 'audit.db'));
     log.append({ kind: 'call', tool: 'a', args: { path: '/x', token: 'abc' } });

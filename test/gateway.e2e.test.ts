@@ -274,7 +274,8 @@ describe('toolgate serve: the gateway', () => {
     assert.deepEqual(JSON.parse(batch.body).map((m: { id: string }) => m.id), ['b1', 'b2']);
     const logFile = join(dir, 'lenient.log');
     const seen = () => { try { return readFileSync(logFile, 'utf8'); } catch { return ''; } };
-    const first = fetch(`${base}/mcp/lenient`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...h }, body: JSON.stringify(call('dup-1', 'hang')) });
+    const hangUp = new AbortController();
+    const first = fetch(`${base}/mcp/lenient`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...h }, body: JSON.stringify(call('dup-1', 'hang')), signal: hangUp.signal });
     for (let i = 0; i < 100 && !seen().includes('dup-1'); i++) await new Promise((r) => setTimeout(r, 20));
     const again = await post('/mcp/lenient', call('dup-1', 'echo', { second: true }), h);
     assert.equal(again.status, 400);
@@ -286,7 +287,8 @@ describe('toolgate serve: the gateway', () => {
     assert.equal((await post('/mcp/lenient', call('x', 'echo'), { ...h, 'mcp-protocol-version': '1999-01-01' })).status, 400);
     assert.equal((await post('/mcp/lenient', { jsonrpc: '1.0', id: 'x', method: 'ping' }, h)).status, 400);
     assert.equal((await post('/mcp/lenient', init, h)).status, 400, 'a second initialize');
-    void first.catch(() => {});
+    hangUp.abort();
+    await first.catch(() => {});
   });
 
   it('Streamable HTTP: the GET stream carries news about no request, one per session, and resumes after Last-Event-ID; DELETE ends the session', async () => {

@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { accessSync, closeSync, constants, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { accessSync, closeSync, constants, mkdirSync, openSync, readdirSync, readFileSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
+import { Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
-import { canonicalJson, sha256 } from '../policy/load.js';
-import { maskSecrets } from './mask.js';
+import { sha256 } from '../policy/load.js';
 import { closeDatabase, openDatabase } from '../state/sqlite.js';
+import { ChainWriter, GENESIS, outcomeHash, rowHash, type Batch, type JournalEntry, type Outcome } from './chain.js';
 
 export type AuditDecision = 'allow' | 'deny' | 'shadow_deny' | 'approved' | 'rejected' | 'timeout' | 'error';
 export type AuditKind = 'call' | 'policy_reload' | 'kill_switch' | 'start' | 'auth' | 'grant';
@@ -86,34 +87,11 @@ export interface VerifyResult {
   badId?: number;
 }
 
-type Row = Record<string, string | number | null>;
-interface Outcome { eventId: string; outcome: string; latency: number | null }
-/** A row waiting for the next batch, with the arguments it still has to hash. */
+/** An event waiting for the next batch, with the arguments it still has to hash. */
 interface PendingRow { entry: JournalEntry; args?: Record<string, unknown>; storeArgValues?: boolean }
 
-/** One journal line: the row's fields in a fixed order (a short array is cheaper to write than an object). */
-type JournalEntry = (string | null)[];
-const JOURNAL_FIELDS = ['event_id', 'ts', 'instance', 'kind', 'server', 'grant_label', 'session', 'client', 'tool', 'decision', 'rule', 'message', 'arg_keys', 'policy_hash'] as const;
-
-function rowOf(entry: JournalEntry): Row {
-  const row: Row = { args_sha256: null, args: null };
-  JOURNAL_FIELDS.forEach((f, i) => { row[f] = entry[i] ?? null; });
-  return row;
-}
-
-const GENESIS = '0'.repeat(64);
-const HASHED_FIELDS = ['ts', 'instance', 'kind', 'server', 'grant_label', 'session', 'client', 'tool', 'decision', 'rule', 'message', 'arg_keys', 'args_sha256', 'args', 'policy_hash'] as const;
 const FLUSH_EVERY_MS = 50;
 const FLUSH_AT = 256;
-
-/** SHA-256 over the previous row's hash and this row's fields, in a fixed order. */
-function rowHash(prev: string, row: Record<string, unknown>): string {
-  return sha256(prev + '\n' + JSON.stringify(HASHED_FIELDS.map((f) => row[f] ?? null)));
-}
-
-function outcomeHash(hash: string, outcome: string, latency: number | null): string {
-  return sha256(`${hash}\n${outcome}\n${latency ?? ''}`);
-}
 
 /**
  * Where journals live: a private folder in /dev/shm when there is one — memory, so an append is
@@ -148,69 +126,81 @@ function alive(pid: number): boolean {
  * Durability without a database commit on the hot path: an event is first appended, with one
  * write, to this process's journal (in /dev/shm where there is one, else beside the database) —
  * that is done before the call is forwarded, and a write that returned survives kill -9 — then
- * rows are inserted in batches (one transaction every 50 ms). Opening the log replays the
- * journals of processes that died before their last batch. Like SQLite's own WAL in NORMAL mode,
- * this protects against the process dying, not against the machine losing power. The upstream outcome is sealed with its own hash, since it comes later.
+ * rows are inserted in batches (one transaction every 50 ms; each batch has its own journal file,
+ * removed once the batch is stored), on this thread or, with `background`, in a worker thread.
+ * Opening the log replays the journals of processes that died before their last batch. Like
+ * SQLite's own WAL in NORMAL mode, this protects against the process dying, not against the
+ * machine losing power. The upstream outcome is sealed with its own hash, since it comes later.
  */
+export interface AuditLogOptions {
+  /** Hash and insert batches in a worker thread (toolgate serve), not on the event loop. */
+  background?: boolean;
+  /** Told when a batch could not be written (its journal stays, for the next process to replay). */
+  onError?: (message: string) => void;
+}
+
+/**
+ * Writes batches in a worker thread; `drain` waits until every batch sent is done. A thread that
+ * dies is reported and not used again; the journals of batches it had not written stay on disk
+ * and are replayed by the next process that opens the log after this one ends.
+ */
+class ThreadWriter {
+  alive = true;
+  private readonly worker: Worker;
+  private readonly done = new Int32Array(new SharedArrayBuffer(4));
+  private sent = 0;
+
+  constructor(file: string, onError: (message: string) => void) {
+    const workerData = { file, done: this.done.buffer };
+    // Run from TypeScript sources (the tests, under tsx), the thread registers tsx itself first.
+    this.worker = import.meta.url.endsWith('.ts')
+      ? new Worker(`import('tsx/esm/api').then((t) => { t.register(); return import(${JSON.stringify(new URL('./writer-thread.ts', import.meta.url).href)}); });`, { eval: true, workerData })
+      : new Worker(new URL('./writer-thread.js', import.meta.url), { workerData });
+    this.worker.on('message', (m: { error?: string }) => { if (m.error) onError(m.error); });
+    this.worker.on('error', (err) => { this.alive = false; onError(err.message); });
+    this.worker.on('exit', () => { this.alive = false; });
+    this.worker.unref();
+  }
+
+  write(batch: Batch): void {
+    this.sent++;
+    this.worker.postMessage(batch);
+  }
+
+  drain(): void {
+    for (let done = Atomics.load(this.done, 0); done < this.sent && this.alive; done = Atomics.load(this.done, 0)) {
+      Atomics.wait(this.done, 0, done, 100);
+    }
+  }
+
+  close(): void {
+    this.drain();
+    this.worker.postMessage('close');
+  }
+}
+
 export class AuditLog {
   readonly instance = `${hostname()}:${process.pid}`;
   private readonly db: Database.Database;
-  private readonly insertBatch: (rows: Row[], outcomes?: Outcome[]) => void;
-  private readonly journalPath: string;
+  /** Writes batches on this thread: recovery, `toolgate run`, and everything without `background`. */
+  private readonly inline: ChainWriter;
+  private thread?: ThreadWriter;
+  private readonly journalDir: string;
   private readonly journalPrefix: string;
-  private journalFd: number | null = null;
+  private journal: { path: string; fd: number } | null = null;
+  private journalSeq = 0;
   private pending: PendingRow[] = [];
   private readonly idPrefix = `${process.pid.toString(36)}-${randomUUID().slice(0, 8)}-`;
   private seq = 0;
   private outcomes: Outcome[] = [];
-  /** Row hashes of events whose outcome has not arrived yet. */
-  private readonly hashes = new Map<string, string>();
   private timer: NodeJS.Timeout | undefined;
 
-  constructor(private readonly file: string) {
+  constructor(private readonly file: string, private readonly opts: AuditLogOptions = {}) {
     this.db = openDatabase(file);
-    this.db.exec(`
-      CREATE TABLE IF NOT EXISTS audit (
-        id INTEGER PRIMARY KEY, event_id TEXT NOT NULL UNIQUE, ts TEXT NOT NULL, instance TEXT NOT NULL, kind TEXT NOT NULL,
-        server TEXT, grant_label TEXT, session TEXT, client TEXT, tool TEXT, decision TEXT, rule TEXT,
-        message TEXT, arg_keys TEXT, args_sha256 TEXT, args TEXT, policy_hash TEXT,
-        prev_hash TEXT NOT NULL, hash TEXT NOT NULL, outcome TEXT, latency_ms REAL, outcome_hash TEXT);
-      CREATE INDEX IF NOT EXISTS audit_ts ON audit (ts);
-      CREATE TABLE IF NOT EXISTS audit_head (one INTEGER PRIMARY KEY CHECK (one = 1), id INTEGER NOT NULL, hash TEXT NOT NULL);`);
-    const last = this.db.prepare<[], { hash: string }>('SELECT hash FROM audit_head WHERE one = 1');
-    const insert = this.db.prepare(`INSERT OR IGNORE INTO audit (event_id, ts, instance, kind, server, grant_label, session, client, tool, decision, rule, message, arg_keys, args_sha256, args, policy_hash, prev_hash, hash, outcome, latency_ms, outcome_hash)
-      VALUES (@event_id, @ts, @instance, @kind, @server, @grant_label, @session, @client, @tool, @decision, @rule, @message, @arg_keys, @args_sha256, @args, @policy_hash, @prev_hash, @hash, @outcome, @latency_ms, @outcome_hash)`);
-    const head = this.db.prepare('INSERT INTO audit_head (one, id, hash) VALUES (1, ?, ?) ON CONFLICT (one) DO UPDATE SET id = excluded.id, hash = excluded.hash');
-    // IMMEDIATE: the chain's tail is read and extended under the write lock, so several
-    // processes appending to one file still make one unbroken chain.
-    const finish = this.db.prepare('UPDATE audit SET outcome = ?, latency_ms = ?, outcome_hash = ? WHERE event_id = ?');
-    const hashOf = this.db.prepare<[string], { hash: string }>('SELECT hash FROM audit WHERE event_id = ?');
-    // One transaction a batch: new rows (with their outcome when it is already known, which is
-    // the usual case: most calls finish within one batch), then outcomes of older rows.
-    this.insertBatch = this.db.transaction((rows: Row[], outcomes: Outcome[] = []) => {
-      const known = new Map(outcomes.map((o) => [o.eventId, o]));
-      let prev = last.get()?.hash ?? GENESIS;
-      let lastId = 0;
-      for (const row of rows) {
-        const hash = rowHash(prev, row);
-        const o = known.get(row.event_id as string);
-        if (o) known.delete(o.eventId);
-        const info = insert.run({ ...row, prev_hash: prev, hash, outcome: o?.outcome ?? null, latency_ms: o?.latency ?? null, outcome_hash: o ? outcomeHash(hash, o.outcome, o.latency) : null });
-        if (info.changes === 0) continue; // replayed from a journal, already stored
-        lastId = Number(info.lastInsertRowid);
-        if (!o) this.hashes.set(row.event_id as string, hash);
-        prev = hash;
-      }
-      if (lastId) head.run(lastId, prev);
-      for (const o of known.values()) {
-        const hash = this.hashes.get(o.eventId) ?? hashOf.get(o.eventId)?.hash;
-        this.hashes.delete(o.eventId);
-        if (hash) finish.run(o.outcome, o.latency, outcomeHash(hash, o.outcome, o.latency), o.eventId);
-      }
-    }).immediate;
+    this.inline = new ChainWriter(this.db);
     this.journalPrefix = `${sha256(resolve(file)).slice(0, 16)}.journal-`;
     const dirs = journalDirs(file);
-    this.journalPath = join(dirs[0], `${this.journalPrefix}${process.pid}-${randomUUID().slice(0, 8)}`);
+    this.journalDir = dirs[0];
     this.recoverJournals(dirs);
   }
 
@@ -225,12 +215,11 @@ export class AuditLog {
         try { if (statSync(path).size === 0) unlinkSync(path); } catch { /* raced with its owner */ }
         continue;
       }
-      const rows: Row[] = [];
+      const entries: JournalEntry[] = [];
       for (const line of readFileSync(path, 'utf8').split('\n')) {
-        try { if (line) rows.push(rowOf(JSON.parse(line) as JournalEntry)); } catch { /* a write cut short by the crash */ }
+        try { if (line) entries.push(JSON.parse(line) as JournalEntry); } catch { /* a write cut short by the crash */ }
       }
-      if (rows.length) this.insertBatch(rows);
-      unlinkSync(path);
+      this.inline.write({ entries, args: [], storeArgValues: [], outcomes: [], journal: path });
     }
   }
 
@@ -241,10 +230,11 @@ export class AuditLog {
       e.client ?? null, e.tool ?? null, e.decision ?? null, e.rule ?? null, e.message ?? null,
       e.args ? JSON.stringify(Object.keys(e.args)) : null, e.policyHash ?? null,
     ];
-    if (this.journalFd === null) this.journalFd = openSync(this.journalPath, 'a', 0o600);
+    // Each batch has its own journal file, removed once the batch is stored.
+    this.journal ??= this.openJournal();
     // The journal line is what survives kill -9: the call, its tool, decision and argument keys.
     // Hashing the arguments waits for the batch, off the path of the call.
-    writeSync(this.journalFd, JSON.stringify(entry) + '\n');
+    writeSync(this.journal.fd, JSON.stringify(entry) + '\n');
     this.pending.push({ entry, args: e.args, storeArgValues: e.storeArgValues });
     this.schedule();
     return { eventId };
@@ -259,28 +249,45 @@ export class AuditLog {
   private schedule(): void {
     if (this.timer) return;
     const soon = this.pending.length + this.outcomes.length >= FLUSH_AT;
-    this.timer = setTimeout(() => this.flush(), soon ? 0 : FLUSH_EVERY_MS);
+    this.timer = setTimeout(() => this.send(), soon ? 0 : FLUSH_EVERY_MS);
     this.timer.unref();
   }
 
-  /** Writes pending rows and outcomes to the database, then empties the journal. */
-  flush(): void {
+  private openJournal(): { path: string; fd: number } {
+    const path = join(this.journalDir, `${this.journalPrefix}${process.pid}-${this.idPrefix.split('-')[1]}-${this.journalSeq++}`);
+    return { path, fd: openSync(path, 'a', 0o600) };
+  }
+
+  /** Hands pending rows and outcomes to the writer (a worker thread with `background`). */
+  private send(): void {
     clearTimeout(this.timer);
     this.timer = undefined;
     if (this.pending.length === 0 && this.outcomes.length === 0) return;
-    const rows = this.pending.map(({ entry, args, storeArgValues }) => {
-      const row = rowOf(entry);
-      if (args) {
-        row.args_sha256 = sha256(canonicalJson(args));
-        if (storeArgValues) row.args = JSON.stringify(maskSecrets(args));
-      }
-      return row;
-    });
-    const outcomes = this.outcomes;
+    const batch: Batch = {
+      entries: this.pending.map((p) => p.entry),
+      args: this.pending.map((p) => p.args),
+      storeArgValues: this.pending.map((p) => p.storeArgValues === true),
+      outcomes: this.outcomes,
+    };
+    if (this.journal) {
+      closeSync(this.journal.fd);
+      batch.journal = this.journal.path;
+      this.journal = null;
+    }
     this.pending = [];
     this.outcomes = [];
-    this.insertBatch(rows, outcomes);
-    if (rows.length > 0 && this.journalFd !== null) ftruncateSync(this.journalFd, 0);
+    if (this.opts.background && this.thread?.alive !== false) {
+      this.thread ??= new ThreadWriter(this.file, (m) => this.opts.onError?.(`audit writer thread: ${m}`));
+      this.thread.write(batch);
+    } else {
+      this.inline.write(batch);
+    }
+  }
+
+  /** Writes everything appended so far to the database before returning. */
+  flush(): void {
+    this.send();
+    this.thread?.drain();
   }
 
   query(q: AuditQuery = {}): AuditRow[] {
@@ -336,11 +343,7 @@ export class AuditLog {
   close(): void {
     if (!this.db.open) return;
     this.flush();
-    if (this.journalFd !== null) {
-      closeSync(this.journalFd);
-      this.journalFd = null;
-      unlinkSync(this.journalPath);
-    }
+    this.thread?.close();
     closeDatabase(this.db);
   }
 }

@@ -61,7 +61,7 @@ export function registerServe(program: Command): void {
         if (flags.listen) config.listen = flags.listen;
       } else config = demoConfig(flags.listen);
       const state = openStateOrFail(config.state ?? stateDsn({}));
-      const audit = new AuditLog(config.audit ?? auditFile({}));
+      const audit = new AuditLog(config.audit ?? auditFile({}), { background: true, onError: (message) => log.error(message) });
       const gateway = new Gateway({ config, state, audit, log });
       let address;
       try { address = await gateway.start(); } catch (err) { throw new CliError((err as Error).message); }

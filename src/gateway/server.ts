@@ -386,6 +386,7 @@ export class Gateway {
     const now = Date.now();
     for (const [ip, f] of this.failures) if (f.until <= now) this.failures.delete(ip);
     const cutoff = now - idleMs;
-    for (const live of this.sessions.values()) if (live.lastActive < cutoff) void this.close(live, 'idle');
+    // A call still in flight is activity: a slow tool must not lose its session halfway.
+    for (const live of this.sessions.values()) if (live.lastActive < cutoff && live.session.inFlight === 0) void this.close(live, 'idle');
   }
 }

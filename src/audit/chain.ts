@@ -1,0 +1,108 @@
+import { unlinkSync } from 'node:fs';
+import type Database from 'better-sqlite3';
+import { canonicalJson, sha256 } from '../policy/load.js';
+import { maskSecrets } from './mask.js';
+
+/** One journal line: the row's fields in a fixed order (a short array is cheaper to write than an object). */
+export type JournalEntry = (string | null)[];
+const JOURNAL_FIELDS = ['event_id', 'ts', 'instance', 'kind', 'server', 'grant_label', 'session', 'client', 'tool', 'decision', 'rule', 'message', 'arg_keys', 'policy_hash'] as const;
+
+export interface Outcome { eventId: string; outcome: string; latency: number | null }
+
+/** Rows and outcomes to write in one transaction; `journal` is the file that holds the rows until then. */
+export interface Batch {
+  entries: JournalEntry[];
+  /** Per entry: the call's arguments, hashed here (off the call's path), and whether to store their values. */
+  args: (Record<string, unknown> | undefined)[];
+  storeArgValues: boolean[];
+  outcomes: Outcome[];
+  journal?: string;
+}
+
+type Row = Record<string, string | number | null>;
+
+export const GENESIS = '0'.repeat(64);
+const HASHED_FIELDS = ['ts', 'instance', 'kind', 'server', 'grant_label', 'session', 'client', 'tool', 'decision', 'rule', 'message', 'arg_keys', 'args_sha256', 'args', 'policy_hash'] as const;
+
+/** SHA-256 over the previous row's hash and this row's fields, in a fixed order. */
+export function rowHash(prev: string, row: Record<string, unknown>): string {
+  return sha256(prev + '\n' + JSON.stringify(HASHED_FIELDS.map((f) => row[f] ?? null)));
+}
+
+export function outcomeHash(hash: string, outcome: string, latency: number | null): string {
+  return sha256(`${hash}\n${outcome}\n${latency ?? ''}`);
+}
+
+function rowOf(entry: JournalEntry): Row {
+  const row: Row = { args_sha256: null, args: null };
+  JOURNAL_FIELDS.forEach((f, i) => { row[f] = entry[i] ?? null; });
+  return row;
+}
+
+export function createAuditTables(db: Database.Database): void {
+  db.exec(`
+    CREATE TABLE IF NOT EXISTS audit (
+      id INTEGER PRIMARY KEY, event_id TEXT NOT NULL UNIQUE, ts TEXT NOT NULL, instance TEXT NOT NULL, kind TEXT NOT NULL,
+      server TEXT, grant_label TEXT, session TEXT, client TEXT, tool TEXT, decision TEXT, rule TEXT,
+      message TEXT, arg_keys TEXT, args_sha256 TEXT, args TEXT, policy_hash TEXT,
+      prev_hash TEXT NOT NULL, hash TEXT NOT NULL, outcome TEXT, latency_ms REAL, outcome_hash TEXT);
+    CREATE INDEX IF NOT EXISTS audit_ts ON audit (ts);
+    CREATE TABLE IF NOT EXISTS audit_head (one INTEGER PRIMARY KEY CHECK (one = 1), id INTEGER NOT NULL, hash TEXT NOT NULL);`);
+}
+
+/**
+ * Extends the hash chain by a batch: one IMMEDIATE transaction (the chain's tail is read and
+ * extended under the write lock, so several processes appending to one file still make one
+ * unbroken chain). New rows carry their outcome when it is already known, the usual case; outcomes
+ * of rows from earlier batches are sealed onto them. The batch's journal goes once it is stored.
+ */
+export class ChainWriter {
+  private readonly run: (rows: Row[], outcomes: Outcome[]) => void;
+  /** Row hashes of events whose outcome has not arrived yet. */
+  private readonly hashes = new Map<string, string>();
+
+  constructor(db: Database.Database) {
+    createAuditTables(db);
+    const last = db.prepare<[], { hash: string }>('SELECT hash FROM audit_head WHERE one = 1');
+    const insert = db.prepare(`INSERT OR IGNORE INTO audit (event_id, ts, instance, kind, server, grant_label, session, client, tool, decision, rule, message, arg_keys, args_sha256, args, policy_hash, prev_hash, hash, outcome, latency_ms, outcome_hash)
+      VALUES (@event_id, @ts, @instance, @kind, @server, @grant_label, @session, @client, @tool, @decision, @rule, @message, @arg_keys, @args_sha256, @args, @policy_hash, @prev_hash, @hash, @outcome, @latency_ms, @outcome_hash)`);
+    const head = db.prepare('INSERT INTO audit_head (one, id, hash) VALUES (1, ?, ?) ON CONFLICT (one) DO UPDATE SET id = excluded.id, hash = excluded.hash');
+    const finish = db.prepare('UPDATE audit SET outcome = ?, latency_ms = ?, outcome_hash = ? WHERE event_id = ?');
+    const hashOf = db.prepare<[string], { hash: string }>('SELECT hash FROM audit WHERE event_id = ?');
+    this.run = db.transaction((rows: Row[], outcomes: Outcome[]) => {
+      const known = new Map(outcomes.map((o) => [o.eventId, o]));
+      let prev = last.get()?.hash ?? GENESIS;
+      let lastId = 0;
+      for (const row of rows) {
+        const hash = rowHash(prev, row);
+        const o = known.get(row.event_id as string);
+        if (o) known.delete(o.eventId);
+        const info = insert.run({ ...row, prev_hash: prev, hash, outcome: o?.outcome ?? null, latency_ms: o?.latency ?? null, outcome_hash: o ? outcomeHash(hash, o.outcome, o.latency) : null });
+        if (info.changes === 0) continue; // replayed from a journal, already stored
+        lastId = Number(info.lastInsertRowid);
+        if (!o) this.hashes.set(row.event_id as string, hash);
+        prev = hash;
+      }
+      if (lastId) head.run(lastId, prev);
+      for (const o of known.values()) {
+        const hash = this.hashes.get(o.eventId) ?? hashOf.get(o.eventId)?.hash;
+        this.hashes.delete(o.eventId);
+        if (hash) finish.run(o.outcome, o.latency, outcomeHash(hash, o.outcome, o.latency), o.eventId);
+      }
+    }).immediate;
+  }
+
+  write(batch: Batch): void {
+    const rows = batch.entries.map((entry, i) => {
+      const row = rowOf(entry);
+      const args = batch.args[i];
+      if (args) {
+        row.args_sha256 = sha256(canonicalJson(args));
+        if (batch.storeArgValues[i]) row.args = JSON.stringify(maskSecrets(args));
+      }
+      return row;
+    });
+    this.run(rows, batch.outcomes);
+    if (batch.journal) unlinkSync(batch.journal);
+  }
+}
