@@ -40,6 +40,9 @@ async function rate(state: StateStore, policy: CompiledPolicy, n: number): Promi
   }));
   const start = process.hrtime.bigint();
   for (let i = 0; i < n; i++) {
+    // A new event-loop turn every 16 decisions, as a gateway under load sees: the SQLite store
+    // reads the file's data_version (for the kill switch) once per turn.
+    if ((i & 15) === 0) await new Promise((r) => setImmediate(r));
     const d = await engine.decide(ctxs[i & 63]);
     if (d.verdict !== 'allow') throw new Error(`unexpected ${d.rule}`);
   }
@@ -59,7 +62,7 @@ export async function benchDecisions(runs = 5): Promise<{ memory: number; sqlite
     await sq.close();
   }
   const result = { memory: median(memory), sqlite: median(sqlite) };
-  console.log(`decisions/s, 1,000-tool policy (require + deny_if + 2 limits per call, kill switch checked), median of ${runs}:`);
+  console.log(`decisions/s, 1,000-tool policy (require + deny_if + 2 limits per call, kill switch checked, a new event-loop turn every 16), median of ${runs}:`);
   console.log(`  memory store : ${fmt(result.memory)}  (target >= 500,000)`);
   console.log(`  sqlite store : ${fmt(result.sqlite)}  (target >= 50,000)`);
   return result;

@@ -287,6 +287,10 @@ describe('toolgate serve: the gateway', () => {
     assert.equal((await post('/mcp/lenient', call('x', 'echo'), { ...h, 'mcp-protocol-version': '1999-01-01' })).status, 400);
     assert.equal((await post('/mcp/lenient', { jsonrpc: '1.0', id: 'x', method: 'ping' }, h)).status, 400);
     assert.equal((await post('/mcp/lenient', init, h)).status, 400, 'a second initialize');
+    const sessions = gateway.sessionCount;
+    assert.equal((await post('/mcp/lenient', [init, call('x', 'echo')])).status, 400, 'initialize with company');
+    assert.equal((await post('/mcp/lenient', { ...init, jsonrpc: '1.0' })).status, 400);
+    assert.equal(gateway.sessionCount, sessions, 'a refused initialize leaves no session behind');
     hangUp.abort();
     await first.catch(() => {});
   });

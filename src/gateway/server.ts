@@ -253,7 +253,12 @@ export class Gateway {
         onClientGone: (requestId) => session.clientGone(requestId),
         onEnded: () => { const l = this.sessions.get(id); if (l) void this.close(l, 'the client ended the session'); },
       }));
-      live.streamable!.post(req, res, body);
+      try {
+        live.streamable!.post(req, res, body);
+      } catch (err) {
+        void this.close(live, 'its initialize request was refused');
+        throw err;
+      }
       return;
     }
     const live = this.sessions.get(sid);
