@@ -190,7 +190,8 @@ export class AuditLog {
   private journal: { path: string; fd: number } | null = null;
   private journalSeq = 0;
   private pending: PendingRow[] = [];
-  private readonly idPrefix = `${process.pid.toString(36)}-${randomUUID().slice(0, 8)}-`;
+  private readonly nonce = randomUUID().slice(0, 8);
+  private readonly idPrefix = `${process.pid.toString(36)}-${this.nonce}-`;
   private seq = 0;
   private outcomes: Outcome[] = [];
   private timer: NodeJS.Timeout | undefined;
@@ -249,12 +250,20 @@ export class AuditLog {
   private schedule(): void {
     if (this.timer) return;
     const soon = this.pending.length + this.outcomes.length >= FLUSH_AT;
-    this.timer = setTimeout(() => this.send(), soon ? 0 : FLUSH_EVERY_MS);
+    this.timer = setTimeout(() => {
+      try {
+        this.send();
+      } catch (err) {
+        // The batch's journal stays on disk, to be replayed; the process carries on.
+        if (!this.opts.onError) throw err;
+        this.opts.onError(`audit batch not written: ${(err as Error).message}`);
+      }
+    }, soon ? 0 : FLUSH_EVERY_MS);
     this.timer.unref();
   }
 
   private openJournal(): { path: string; fd: number } {
-    const path = join(this.journalDir, `${this.journalPrefix}${process.pid}-${this.idPrefix.split('-')[1]}-${this.journalSeq++}`);
+    const path = join(this.journalDir, `${this.journalPrefix}${process.pid}-${this.nonce}-${this.journalSeq++}`);
     return { path, fd: openSync(path, 'a', 0o600) };
   }
 

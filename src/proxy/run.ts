@@ -67,7 +67,7 @@ export async function runProxy(opts: RunOptions): Promise<number> {
   const { log } = opts;
   const policy = opts.policyFile ? loadCompiled(opts.policyFile) : compileObject(PENDING_POLICY);
   const state = openState(opts.stateDsn);
-  const audit = new AuditLog(opts.auditFile);
+  const audit = new AuditLog(opts.auditFile, { onError: (message) => log.error(message) });
   const engine = new Engine({ policy, counters: state.counters, flags: state.flags, failOpen: opts.failOpen, shadow: opts.shadow });
   const serverName = opts.serverName ?? deriveServerName(opts.upstream);
   const stdin = opts.stdin ?? process.stdin;
