@@ -1,4 +1,5 @@
-// toolgate serve against the popular transport-only proxies (mcp-proxy, supergateway), each with
+// toolgate serve against the popular transport-only proxies (mcp-proxy, supergateway) and a bare
+// HTTP-to-stdio forwarder (the floor for any Node proxy), each with
 // the same stdio upstream (server-everything), driven by wrk (Debian) on one initialized session.
 // Peers are installed into node_modules/.cache/toolgate-peers on first use.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
@@ -92,12 +93,15 @@ async function startTargets(): Promise<Target[]> {
   const toolgate = spawn(process.execPath, [join(ROOT, 'bin/toolgate.js'), 'serve', '-c', join(home, 'toolgate.yaml')], { env, stdio: 'ignore' });
   const mpPort = await freePort();
   const mcpProxy = spawn(process.execPath, [join(PEERS, 'node_modules/mcp-proxy/dist/bin/mcp-proxy.mjs'), '--host', '127.0.0.1', '--port', String(mpPort), '--server', 'stream', '--', process.execPath, EVERYTHING], { stdio: 'ignore' });
+  const barePort = await freePort();
+  const bare = spawn(process.execPath, [join(ROOT, 'bench/bare-http-proxy.mjs'), String(barePort), process.execPath, EVERYTHING], { stdio: 'ignore' });
   const sgPort = await freePort();
   const supergateway = spawn(process.execPath, ['--import', LOOPBACK, join(PEERS, 'node_modules/supergateway/dist/index.js'), '--stdio', `${process.execPath} ${EVERYTHING}`, '--outputTransport', 'streamableHttp', '--stateful', '--port', String(sgPort), '--logLevel', 'none'], { stdio: 'ignore' });
   const targets: Target[] = [
     { name: 'toolgate serve', url: `http://127.0.0.1:${tgPort}/mcp/everything`, headers: { authorization: `Bearer ${grant.token}` }, proc: toolgate },
     { name: 'mcp-proxy', url: `http://127.0.0.1:${mpPort}/mcp`, headers: {}, proc: mcpProxy },
     { name: 'supergateway', url: `http://127.0.0.1:${sgPort}/mcp`, headers: {}, proc: supergateway },
+    { name: 'bare forwarder', url: `http://127.0.0.1:${barePort}/mcp`, headers: {}, proc: bare },
   ];
   for (const t of targets) await until(t.url.replace(/\/mcp.*$/, '/')).catch((err: Error) => { throw new Error(`${t.name}: ${err.message}`); });
   return targets;
@@ -133,6 +137,8 @@ export async function benchGateway(rounds = Number(process.env.BENCH_ROUNDS ?? 3
     const ours = row('toolgate serve');
     const peers = ['mcp-proxy', 'supergateway'].map(row);
     const best = { p50: Math.min(...peers.map((p) => p.p50)), p99: Math.min(...peers.map((p) => p.p99)), rps16: Math.max(...peers.map((p) => p.rps16)), rps64: Math.max(...peers.map((p) => p.rps64)) };
+    const floor = row('bare forwarder');
+    console.log(`  the floor (bare forwarder: parse, forward, answer as JSON; nothing else) is at ${fmt(floor.p50 / best.p50, 2)}x the better peer's p50; toolgate adds ${fmt((ours.p50 - floor.p50) * 1000)} µs to it`);
     console.log(`  toolgate vs the better peer: p50 ${fmt(ours.p50 / best.p50, 2)}x (target <= 0.5x), p99 ${fmt(ours.p99 / best.p99, 2)}x, throughput ${fmt(ours.rps16 / best.rps16, 2)}x at 16 and ${fmt(ours.rps64 / best.rps64, 2)}x at 64 connections (target >= 2x); toolgate runs a 50-rule policy with SQLite counters, audit and grant auth, the peers no policy`);
   } finally {
     for (const t of targets) t.proc.kill();
