@@ -245,12 +245,13 @@ export class PolicySession {
 
   private decided(id: Id, key: string, message: Json, ctx: CallContext, pending: Pending, decision: Decision): void {
     const seconds = (this.now() - ctx.now) / 1000;
-    this.forward(id, key, message, ctx, pending, decision);
+    this.carryOut(id, key, message, ctx, pending, decision);
     // Counted after the message went on its way: metrics are not on the call's path.
     this.opts.observe?.decision(ctx.tool, decision.verdict === 'allow' ? 'allow' : decision.enforced ? 'deny' : 'shadow_deny', decision.rule, seconds);
   }
 
-  private forward(id: Id, key: string, message: Json, ctx: CallContext, pending: Pending, decision: Decision): void {
+  /** Denies, or records and forwards. */
+  private carryOut(id: Id, key: string, message: Json, ctx: CallContext, pending: Pending, decision: Decision): void {
     if (decision.verdict !== 'allow' && decision.enforced) {
       this.pending.delete(key);
       const approval = decision.verdict === 'approve';
