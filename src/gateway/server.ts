@@ -35,9 +35,8 @@ interface Live {
   grant: Grant;
   engine: Engine;
   policyFile?: string;
+  /** A StreamableSession, or a wrapper around the legacy SSE transport kept in `sse`. */
   channel: ClientChannel;
-  /** One of these is set: the session's Streamable HTTP or legacy SSE transport. */
-  streamable?: StreamableSession;
   sse?: SSEServerTransport;
   upstream: Upstream;
   session: PolicySession;
@@ -245,16 +244,17 @@ export class Gateway {
       const init = Array.isArray(body) ? body.find(isInitializeRequest) : isInitializeRequest(body) ? body : undefined;
       if (!init) throw new HttpError(400, 'Bad Request: Mcp-Session-Id header is required: start a session with initialize');
       const id = randomUUID();
-      const live = this.open(id, name, server, grant, (session) => new StreamableSession({
+      const streamable = (session: PolicySession) => new StreamableSession({
         sessionId: id,
         retryMs: 1000,
         maxEvents: 200,
         onMessage: (m) => session.fromClient(m),
         onClientGone: (requestId) => session.clientGone(requestId),
         onEnded: () => { const l = this.sessions.get(id); if (l) void this.close(l, 'the client ended the session'); },
-      }));
+      });
+      const live = this.open(id, name, server, grant, streamable);
       try {
-        live.streamable!.post(req, res, body);
+        (live.channel as StreamableSession).post(req, res, body);
       } catch (err) {
         void this.close(live, 'its initialize request was refused');
         throw err;
@@ -262,12 +262,13 @@ export class Gateway {
       return;
     }
     const live = this.sessions.get(sid);
-    if (!live?.streamable || live.server !== name) throw new HttpError(404, 'Session not found: start a new session with initialize');
+    const channel = live?.channel;
+    if (!live || !(channel instanceof StreamableSession) || live.server !== name) throw new HttpError(404, 'Session not found: start a new session with initialize');
     if (live.grant.id !== grant.id) throw new HttpError(403, 'this session belongs to another grant');
     live.lastActive = Date.now();
-    if (req.method === 'POST') live.streamable.post(req, res, await this.readBody(req));
-    else if (req.method === 'GET') live.streamable.get(req, res);
-    else live.streamable.delete(res);
+    if (req.method === 'POST') channel.post(req, res, await this.readBody(req));
+    else if (req.method === 'GET') channel.get(req, res);
+    else channel.delete(res);
   }
 
   private async serverAndGrant(req: IncomingMessage, name: string): Promise<{ server: ServerConfig; grant: Grant }> {
@@ -372,7 +373,7 @@ export class Gateway {
       session.upstreamClosed(reason);
       log.warn({ server: name, session: id }, `upstream gone: ${reason}`);
     };
-    const live: Live = { id, server: name, grant, engine, policyFile: policy ? (grant.policy ?? server.policy) : undefined, channel, streamable: channel instanceof StreamableSession ? channel : undefined, upstream, session, lastActive: Date.now() };
+    const live: Live = { id, server: name, grant, engine, policyFile: policy ? (grant.policy ?? server.policy) : undefined, channel, upstream, session, lastActive: Date.now() };
     this.sessions.set(id, live);
     this.metrics.sessions.set({ server: name }, [...this.sessions.values()].filter((l) => l.server === name).length);
     log.info({ server: name, session: id, grant: grant.label }, 'session opened');

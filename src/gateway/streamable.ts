@@ -84,6 +84,7 @@ export class StreamableSession implements ClientChannel {
   private initialized = false;
   private closed = false;
   private readonly headers: Record<string, string>;
+  private readonly sseHeaders: Record<string, string>;
   private heartbeat?: NodeJS.Timeout;
   private standaloneTouched = 0;
   private readonly holdMs: number;
@@ -91,6 +92,7 @@ export class StreamableSession implements ClientChannel {
 
   constructor(private readonly opts: StreamableOptions) {
     this.headers = { 'mcp-session-id': opts.sessionId };
+    this.sseHeaders = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', ...this.headers };
     this.holdMs = opts.holdMs ?? 2_000;
     this.keepAliveMs = opts.keepAliveMs ?? 15_000;
   }
@@ -237,7 +239,7 @@ export class StreamableSession implements ClientChannel {
   }
 
   private openStream(res: ServerResponse, stream: string): void {
-    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', ...this.headers });
+    res.writeHead(200, this.sseHeaders);
     // Clients from 2025-11-25 on understand an empty event that only carries an id and a retry time.
     if (this.protocolVersion >= '2025-11-25') res.write(`id: ${this.store(stream)}\nretry: ${this.opts.retryMs}\ndata: \n\n`);
     else res.flushHeaders();
@@ -258,7 +260,7 @@ export class StreamableSession implements ClientChannel {
   /** Replays a stream's events after `lastId`; the stream continues here if it is still open. */
   private resume(lastId: string, stream: string, res: ServerResponse): void {
     const ex = stream === STANDALONE ? undefined : [...this.exchanges.values()].find((e) => e.stream === stream);
-    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', ...this.headers });
+    res.writeHead(200, this.sseHeaders);
     let after = false;
     for (const [id, e] of this.events) {
       if (after && e.stream === stream && e.text !== undefined) this.write(res, id, e.text);
