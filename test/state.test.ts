@@ -1,22 +1,32 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { once } from 'node:events';
 import { join } from 'node:path';
-import { describe, it } from 'node:test';
+import { after, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { openMemoryState } from '../src/state/memory.js';
+import { openRedisState } from '../src/state/redis.js';
 import { openSqliteState } from '../src/state/sqlite.js';
 import { openState } from '../src/state/index.js';
 import type { Charge, StateStore } from '../src/state/types.js';
+import { TestRedis } from './helpers/redis.js';
 import { ROOT, tempDir } from './helpers/toolgate.js';
 
 const run = promisify(execFile);
 const NOW = 1_800_000_000_000;
 const charge = (key: string, max: number, amount = 1, expiresAt = NOW + 60_000): Charge => ({ key, amount, max, expiresAt });
 
-/** The contract every counter and flag store passes (Redis will join this list). */
+const redis = await TestRedis.start();
+after(() => redis.stop());
+let prefixes = 0;
+/** Each store on Redis gets a key prefix of its own, so tests sharing one server share nothing. */
+const freshPrefix = () => `t${process.pid}-${++prefixes}`;
+
+/** The contract every state store passes. */
 const stores: [string, () => StateStore][] = [
   ['memory', () => openMemoryState()],
   ['sqlite', () => openSqliteState(join(tempDir(), 'state.db'))],
+  ['redis', () => openRedisState(`${redis.url}/0?prefix=${freshPrefix()}`)],
 ];
 
 for (const [name, open] of stores) {
@@ -152,7 +162,84 @@ describe('state DSNs', () => {
     const s = openState('sqlite:./x.db', dir);
     assert.equal(s.kind, 'sqlite');
     await s.close();
-    assert.throws(() => openState('redis://:hunter2@localhost:6379/0'), (err: Error) => /not supported/.test(err.message) && !err.message.includes('hunter2'));
+    const r = openState(`${redis.url}/3?prefix=dsn&timeout=250ms`);
+    assert.equal(r.kind, 'redis');
+    await r.close();
+    for (const bad of ['redis://:hunter2@localhost:6379/x', 'redis://:hunter2@localhost:6379/0?foo=1', 'redis://:hunter2@localhost:6379/0?timeout=forever', 'redis://:hunter2@localhost:6379/0?prefix=a:b']) {
+      assert.throws(() => openState(bad), (err: Error) => /invalid Redis DSN \(redis:\/\/localhost:6379\/[x0]\)/.test(err.message) && !err.message.includes('hunter2'), bad);
+    }
     assert.throws(() => openState('postgres://x'), /unknown state DSN/);
+  });
+});
+
+describe('redis state across instances', () => {
+  const fleet = (n: number) => {
+    const prefix = freshPrefix();
+    return Array.from({ length: n }, () => openRedisState(`${redis.url}/0?prefix=${prefix}`));
+  };
+  /** Resolves when `store` hears of the next change any instance publishes. */
+  const nextChange = (store: ReturnType<typeof openRedisState>) => new Promise<void>((resolve) => store.link.onChange(() => resolve(), () => {}));
+
+  it('1,000 concurrent reservations against max 100 across three instances grant exactly 100', async () => {
+    const three = fleet(3);
+    const results = await Promise.all(Array.from({ length: 1000 }, (_, i) => three[i % 3].counters.reserve([charge('hot', 100)], NOW)));
+    assert.equal(results.filter((r) => r === -1).length, 100);
+    assert.equal(await three[1].counters.value('hot', NOW), 100);
+    await Promise.all(three.map((s) => s.close()));
+  });
+
+  it('windows follow the Redis clock, not the callers\' clocks', async () => {
+    const [a, b] = fleet(2);
+    const hour = 3_600_000;
+    const windowed = (): Charge => ({ key: 'ignored', amount: 1, max: 2, expiresAt: 0, window: { name: 'calls', ms: hour } });
+    const first = windowed();
+    assert.equal(await a.counters.reserve([first], 0), -1, 'a caller whose clock says 1970');
+    assert.equal(await b.counters.reserve([windowed()], Date.now() + 5 * hour), -1, 'a caller five hours ahead');
+    assert.equal(await a.counters.reserve([windowed()], Date.now()), 0, 'both counted in the same window');
+    assert.ok(first.expiresAt > Date.now() - 60_000 && first.expiresAt % hour === 0, 'the window end comes back from Redis');
+    await b.counters.release([first]);
+    assert.equal(await a.counters.reserve([windowed()], Date.now()), -1, 'a release finds the window it was taken from');
+    const ttl = await a.link.client.pttl(a.link.key('c', 'calls'));
+    assert.ok(ttl > 0 && ttl <= hour + 1000, `the key expires after its window (ttl ${ttl})`);
+    await Promise.all([a.close(), b.close()]);
+  });
+
+  it('a kill switch or a revocation on one instance is seen on the next read of another', async () => {
+    const [a, b] = fleet(2);
+    await a.grants.create({ id: 'gr_1', label: 'a', server: 's', tags: ['x'], createdAt: new Date(NOW).toISOString() }, 'hash-1');
+    assert.equal((await b.grants.byTokenHash('hash-1'))?.id, 'gr_1');
+    assert.equal(await b.flags.killedFor('s'), null);
+    let heard = nextChange(b);
+    assert.equal(await a.grants.revoke('gr_1', new Date(NOW).toISOString()), true);
+    await heard;
+    assert.ok((await b.grants.byTokenHash('hash-1'))?.revokedAt, 'revoked on a, refused on b');
+    assert.equal(await b.grants.revoke('gr_1', new Date(NOW).toISOString()), false, 'only once');
+    heard = nextChange(a);
+    await b.flags.setKillSwitch('s', true, 'incident');
+    await heard;
+    assert.equal(await a.flags.killedFor('s'), 's', 'switched on b, stopped on a');
+    assert.deepEqual((await a.flags.listKillSwitches()).map((k) => [k.scope, k.on, k.reason]), [['s', true, 'incident']]);
+    await Promise.all([a.close(), b.close()]);
+  });
+});
+
+describe('redis state when Redis goes away', () => {
+  it('fails limited work fast and clearly, answers control state from its copy, and recovers by itself', async () => {
+    const own = await TestRedis.start();
+    const s = openRedisState(`${own.url}/0?timeout=200ms`);
+    await s.flags.setKillSwitch('other', true);
+    assert.equal(await s.counters.reserve([charge('k', 10)], NOW), -1);
+    assert.equal(await s.flags.killedFor('s'), null);
+    await own.stop();
+    for (let i = 0; i < 3; i++) await assert.rejects(async () => s.counters.reserve([charge('k', 10)], NOW), /^Error: Redis at redis:\/\/127\.0\.0\.1:\d+\/0(: | is unreachable)/);
+    assert.equal(s.health!().status, 'unavailable');
+    assert.equal(await s.flags.killedFor('s'), null, 'the last known kill switch still answers');
+    assert.equal(await s.flags.killedFor('other'), 'other');
+    await own.start();
+    if (s.link.client.status !== 'ready') await once(s.link.client, 'ready');
+    assert.equal(s.health!().status, 'ok');
+    assert.equal(await s.counters.reserve([charge('k', 10)], NOW), -1, 'counting again without a restart');
+    await s.close();
+    await own.stop();
   });
 });

@@ -142,7 +142,8 @@ export class Engine {
       }
       const size = l.seconds * 1000;
       const start = ctx.now - (ctx.now % size);
-      out[i] = { key: `${l.counter}\x1f${l.seconds}\x1f${start}\x1f${this.scopeKey(l, ctx)}`, amount, max: l.max, expiresAt: start + size };
+      const name = `${l.counter}\x1f${l.seconds}\x1f${this.scopeKey(l, ctx)}`;
+      out[i] = { key: `${name}\x1f${start}`, amount, max: l.max, expiresAt: start + size, window: { name, ms: size } };
     }
     return out;
   }

@@ -1,16 +1,18 @@
 import { isAbsolute, join, resolve } from 'node:path';
 import { openMemoryState } from './memory.js';
+import { openRedisState } from './redis.js';
+import { RedisDsnError } from './redis-dsn.js';
 import { openSqliteState } from './sqlite.js';
 import type { StateStore } from './types.js';
 
-export type { Charge, CounterStore, FlagStore, Grant, GrantStore, KillScope, KillSwitchState, PinStore, StateStore } from './types.js';
+export type { Charge, CounterStore, FlagStore, Grant, GrantStore, KillScope, KillSwitchState, PinStore, StateHealth, StateStore } from './types.js';
 export { openDatabase } from './sqlite.js';
 
 export class StateError extends Error {}
 
 /**
  * Opens the state store a DSN names: `memory:`, `sqlite:PATH` (relative to `base`), or a bare path
- * ending in .db. Redis (`redis://`) is the fleet store and arrives with the gateway.
+ * ending in .db, or Redis (`redis://` or `rediss://`), the store a fleet of gateways shares.
  */
 export function openState(dsn: string, base = process.cwd()): StateStore {
   if (dsn === 'memory:' || dsn === 'memory') return openMemoryState();
@@ -20,7 +22,12 @@ export function openState(dsn: string, base = process.cwd()): StateStore {
     return openSqliteState(path === ':memory:' ? path : isAbsolute(path) ? path : resolve(base, path));
   }
   if (dsn.startsWith('redis://') || dsn.startsWith('rediss://')) {
-    throw new StateError(`Redis state (${dsn.split('@').pop()}) is not supported by this build yet; use sqlite:PATH or memory:`);
+    try {
+      return openRedisState(dsn);
+    } catch (err) {
+      if (err instanceof RedisDsnError) throw new StateError(err.message);
+      throw err;
+    }
   }
   throw new StateError(`unknown state DSN "${dsn}": use memory:, sqlite:PATH or redis://HOST:PORT/DB`);
 }

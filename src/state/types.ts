@@ -5,6 +5,12 @@ export interface Charge {
   max: number;
   /** When the counter's window ends (ms since epoch): after that the key is dead. */
   expiresAt: number;
+  /**
+   * The counter without its window start, and the window's length in ms. A store with its own
+   * clock (Redis) places the charge in the window of that clock and writes the window's end back
+   * to `expiresAt`, so that a release finds the same window.
+   */
+  window?: { name: string; ms: number };
 }
 
 /** A value now, or later: stores in this process answer synchronously, remote ones (Redis) do not. */
@@ -69,11 +75,19 @@ export interface GrantStore {
   revoke(id: string, at: string): Awaitable<boolean>;
 }
 
+/** What /healthz says about the store: memory and SQLite are always ok, Redis can be unreachable. */
+export interface StateHealth {
+  kind: StateStore['kind'];
+  status: 'ok' | 'unavailable';
+  detail?: string;
+}
+
 export interface StateStore {
-  readonly kind: 'memory' | 'sqlite';
+  readonly kind: 'memory' | 'sqlite' | 'redis';
   readonly counters: CounterStore;
   readonly flags: FlagStore;
   readonly pins: PinStore;
   readonly grants: GrantStore;
+  health?(): StateHealth;
   close(): Promise<void>;
 }
