@@ -8,8 +8,8 @@ import { sha256 } from '../policy/load.js';
 import { closeDatabase, openDatabase } from '../state/sqlite.js';
 import { ChainWriter, GENESIS, outcomeHash, rowHash, type Batch, type JournalEntry, type Outcome } from './chain.js';
 
-export type AuditDecision = 'allow' | 'deny' | 'shadow_deny' | 'approved' | 'rejected' | 'timeout' | 'error';
-export type AuditKind = 'call' | 'policy_reload' | 'kill_switch' | 'start' | 'auth' | 'grant';
+export type AuditDecision = 'allow' | 'deny' | 'shadow_deny' | 'approval_requested' | 'approved' | 'rejected' | 'timeout' | 'unused' | 'error';
+export type AuditKind = 'call' | 'approval' | 'policy_reload' | 'kill_switch' | 'start' | 'auth' | 'grant';
 
 export interface AuditEvent {
   kind: AuditKind;

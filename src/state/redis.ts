@@ -1,4 +1,5 @@
 import { Redis } from 'ioredis';
+import { RedisApprovalStore } from './redis-approvals.js';
 import { parseRedisDsn, type RedisDsn } from './redis-dsn.js';
 import type { Charge, CounterStore, FlagStore, Grant, GrantStore, KillScope, KillSwitchState, PinStore, StateHealth, StateStore } from './types.js';
 
@@ -344,10 +345,12 @@ export function openRedisState(dsn: string): StateStore & { link: RedisLink } {
   const link = new RedisLink(parseRedisDsn(dsn));
   const flags = new RedisFlagStore(link);
   const grants = new RedisGrantStore(link);
+  const approvals = new RedisApprovalStore(link);
   const mirrors = [flags.mirror, grants.mirror];
   link.onChange((what) => {
     if (what === 'flags') flags.mirror.invalidate();
     else if (what === 'grants') grants.mirror.invalidate();
+    else if (what.startsWith('approval ')) approvals.heard(what.slice('approval '.length));
   }, () => { for (const m of mirrors) m.invalidate(); });
   const timer = setInterval(() => { for (const m of mirrors) m.refresh().catch(() => {}); }, SAFETY_NET_MS);
   timer.unref();
@@ -358,6 +361,7 @@ export function openRedisState(dsn: string): StateStore & { link: RedisLink } {
     flags,
     pins: new RedisPinStore(link),
     grants,
+    approvals,
     health: () => link.health(),
     close: async () => {
       clearInterval(timer);
