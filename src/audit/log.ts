@@ -70,6 +70,8 @@ export interface AuditQuery {
   client?: string;
   instance?: string;
   kind?: string;
+  /** Only rows stored after this row id (following the log). */
+  afterId?: number;
   limit?: number;
 }
 
@@ -137,6 +139,8 @@ export interface AuditLogOptions {
   background?: boolean;
   /** Told when a batch could not be written (its journal stays, for the next process to replay). */
   onError?: (message: string) => void;
+  /** Also told of every event (as its row's columns) and outcome: a fleet's shared stream. */
+  onEvent?: (event: Record<string, unknown>) => void;
 }
 
 /**
@@ -238,13 +242,19 @@ export class AuditLog {
     writeSync(this.journal.fd, JSON.stringify(entry) + '\n');
     this.pending.push({ entry, args: e.args, storeArgValues: e.storeArgValues });
     this.schedule();
+    this.opts.onEvent?.({
+      event_id: eventId, ts: entry[1], instance: this.instance, kind: e.kind, server: entry[4], grant_label: entry[5], session: entry[6],
+      client: entry[7], tool: entry[8], decision: entry[9], rule: entry[10], message: entry[11], arg_keys: entry[12],
+    });
     return { eventId };
   }
 
   /** Records the upstream outcome of a forwarded call: result, is_error, error, cancelled, unreachable. */
   finish(ref: AuditRef, outcome: string, latencyMs: number | null): void {
-    this.outcomes.push({ eventId: ref.eventId, outcome, latency: latencyMs === null ? null : Math.round(latencyMs * 1000) / 1000 });
+    const latency = latencyMs === null ? null : Math.round(latencyMs * 1000) / 1000;
+    this.outcomes.push({ eventId: ref.eventId, outcome, latency });
     this.schedule();
+    this.opts.onEvent?.({ event_id: ref.eventId, ts: new Date().toISOString(), instance: this.instance, kind: 'outcome', outcome, latency_ms: latency });
   }
 
   private schedule(): void {
@@ -304,6 +314,7 @@ export class AuditLog {
     const where: string[] = [];
     const params: unknown[] = [];
     if (q.sinceMs !== undefined) { where.push('ts >= ?'); params.push(new Date(Date.now() - q.sinceMs).toISOString()); }
+    if (q.afterId !== undefined) { where.push('id > ?'); params.push(q.afterId); }
     const eq: [keyof AuditQuery, string][] = [['decision', 'decision'], ['tool', 'tool'], ['server', 'server'], ['grant', 'grant_label'], ['session', 'session'], ['client', 'client'], ['instance', 'instance'], ['kind', 'kind']];
     for (const [key, column] of eq) {
       if (q[key] !== undefined) { where.push(`${column} = ?`); params.push(q[key]); }

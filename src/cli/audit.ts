@@ -1,10 +1,11 @@
 import type { Command } from 'commander';
 import type { AuditQuery, AuditRow } from '../audit/index.js';
-import { CliError, openAudit, parseSince, printJson, type StateFlags } from './common.js';
+import { CliError, openAudit, openStateOrFail, parseSince, printJson, type StateFlags } from './common.js';
 
 /** The filters of AuditQuery as flags, plus how much and in what form. */
 interface AuditFlags extends StateFlags, Pick<AuditQuery, 'decision' | 'tool' | 'server' | 'grant' | 'session' | 'client' | 'instance'> {
   json?: boolean;
+  follow?: boolean;
   since?: string;
   limit: string;
 }
@@ -14,6 +15,45 @@ function line(r: AuditRow): string {
   if (r.kind !== 'call' && r.kind !== 'approval') return `${r.ts} ${r.kind.padEnd(11)} ${who} ${r.message ?? ''}`.trimEnd();
   const outcome = r.outcome ? ` → ${r.outcome}${r.latency_ms !== null ? ` ${r.latency_ms}ms` : ''}` : '';
   return `${r.ts} ${(r.decision ?? '').padEnd(11)} ${r.tool} ${r.rule ?? ''} (${who})${outcome}${r.decision !== 'allow' && r.message ? `: ${r.message}` : ''}`;
+}
+
+const FILTERS: [keyof AuditQuery, string][] = [['decision', 'decision'], ['tool', 'tool'], ['server', 'server'], ['grant', 'grant_label'], ['session', 'session'], ['client', 'client'], ['instance', 'instance']];
+
+/** Until SIGINT/SIGTERM. */
+function interrupted(): Promise<void> {
+  return new Promise((resolve) => {
+    process.once('SIGINT', () => resolve());
+    process.once('SIGTERM', () => resolve());
+  });
+}
+
+/** `audit --follow`: new rows as JSON lines, from the fleet's Redis stream or by polling this machine's audit file. */
+async function follow(flags: AuditFlags, query: AuditQuery): Promise<void> {
+  const out = (row: object) => process.stdout.write(JSON.stringify(row) + '\n');
+  const dsn = flags.state ?? process.env.TOOLGATE_STATE;
+  if (dsn?.startsWith('redis://') || dsn?.startsWith('rediss://')) {
+    const state = openStateOrFail(dsn);
+    // Outcomes carry no server or tool, so filters pass them (their event_id names the call).
+    const stop = state.fleet!.follow((e) => {
+      if (e.kind === 'outcome' || FILTERS.every(([key, column]) => query[key] === undefined || e[column] === query[key])) out(e);
+    });
+    await interrupted();
+    stop();
+    await state.close();
+    return;
+  }
+  const log = openAudit(flags);
+  let last = 0;
+  const print = (rows: AuditRow[]) => {
+    for (const r of rows) out({ ...r, arg_keys: r.arg_keys ? JSON.parse(r.arg_keys) : null });
+    if (rows.length) last = rows[rows.length - 1].id;
+  };
+  if (query.sinceMs !== undefined) print(log.query(query));
+  else last = log.query({ limit: 1 })[0]?.id ?? 0;
+  const timer = setInterval(() => print(log.query({ ...query, sinceMs: undefined, afterId: last, limit: 10_000 })), 500);
+  await interrupted();
+  clearInterval(timer);
+  log.close();
 }
 
 export function registerAudit(program: Command): void {
@@ -31,15 +71,19 @@ export function registerAudit(program: Command): void {
     .option('--limit <n>', 'at most this many rows (newest)', '1000')
     .option('--audit <file>', 'audit log file (default: TOOLGATE_HOME/audit.db)')
     .option('--json', 'print JSON only')
-    .action((flags: AuditFlags) => {
-      const log = openAudit(flags);
+    .option('--follow', 'keep printing new rows as JSON lines until interrupted (with a redis:// --state: the whole fleet\'s events)')
+    .option('--state <dsn>', 'state store; a redis:// one makes --follow read the fleet\'s shared audit stream')
+    .action(async (flags: AuditFlags) => {
       const limit = Number(flags.limit);
       if (!Number.isInteger(limit) || limit <= 0) throw new CliError('--limit must be a positive whole number');
-      const rows = log.query({
+      const query: AuditQuery = {
         sinceMs: flags.since ? parseSince(flags.since) : undefined,
         decision: flags.decision, tool: flags.tool, server: flags.server, grant: flags.grant,
         session: flags.session, client: flags.client, instance: flags.instance, limit,
-      });
+      };
+      if (flags.follow) return follow(flags, query);
+      const log = openAudit(flags);
+      const rows = log.query(query);
       log.close();
       if (flags.json) printJson(rows.map((r) => ({ ...r, arg_keys: r.arg_keys ? JSON.parse(r.arg_keys) : null })));
       else for (const r of rows) process.stdout.write(line(r) + '\n');

@@ -47,8 +47,9 @@ export function registerServe(program: Command): void {
     .description('the gateway: many servers at http://HOST:PORT/mcp/<server>, grants, metrics; with no config, a demo on embedded defaults')
     .option('-c, --config <file>', 'toolgate.yaml (or JSON)')
     .option('--listen <host:port>', 'listen address (default 127.0.0.1:8080, or the config\'s)')
+    .option('--fail-open', 'forward limited calls uncounted when the state store fails (default: deny them)')
     .option('--json', 'accepted for uniformity; logs are JSON lines on stderr')
-    .action(async (flags: { config?: string; listen?: string }) => {
+    .action(async (flags: { config?: string; listen?: string; failOpen?: boolean }) => {
       const log = createLogger();
       let config: GatewayConfig;
       if (flags.config) {
@@ -60,13 +61,21 @@ export function registerServe(program: Command): void {
         config = loaded.value;
         if (flags.listen) config.listen = flags.listen;
       } else config = demoConfig(flags.listen);
+      if (flags.failOpen) config.fail_open = true;
       const state = openStateOrFail(config.state ?? stateDsn({}));
-      const audit = new AuditLog(config.audit ?? auditFile({}), { background: true, onError: (message) => log.error(message) });
+      const fleet = state.fleet;
+      const audit = new AuditLog(config.audit ?? auditFile({}), { background: true, onError: (message) => log.error(message), onEvent: fleet && ((e) => fleet.publish(e)) });
       const gateway = new Gateway({ config, state, audit, log });
       let address;
       try { address = await gateway.start(); } catch (err) { throw new CliError((err as Error).message); }
       const base = `http://${address.host.includes(':') ? `[${address.host}]` : address.host}:${address.port}`;
       log.info({ listen: base, servers: Object.keys(config.servers) }, 'toolgate serve: listening');
+      const startedAt = new Date().toISOString();
+      const announce = () => fleet?.announce({ instance: audit.instance, listen: base, servers: Object.keys(gateway.servers), sessions: gateway.sessionCount, startedAt })
+        .catch((err: Error) => log.debug({ err: err.message }, 'fleet announcement failed'));
+      void announce();
+      const heartbeat = setInterval(announce, 5000);
+      heartbeat.unref();
       if (!flags.config) {
         const grants = new Grants(state.grants);
         const { token } = await grants.create({ server: 'everything', label: 'demo' });
@@ -83,6 +92,7 @@ export function registerServe(program: Command): void {
       const stopWatching = flags.config ? watchPolicyFile(flags.config, () => {
         const next = loadGatewayConfig(flags.config!);
         if (!next.ok) { log.error(`configuration reload rejected, keeping the previous one: ${formatIssue(flags.config!, next.issues[0])}`); return; }
+        if (flags.failOpen) next.value.fail_open = true;
         try {
           gateway.setConfig(next.value);
         } catch (err) {
@@ -97,6 +107,7 @@ export function registerServe(program: Command): void {
         process.once('SIGTERM', stop);
       });
       stopWatching();
+      clearInterval(heartbeat);
       await gateway.stop();
       audit.close();
       await state.close();

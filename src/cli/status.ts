@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { replay } from '../audit/index.js';
 import { formatIssue, loadPolicyFile } from '../policy/index.js';
-import { openState, StateError } from '../state/index.js';
+import { openState, StateError, type FleetInstance } from '../state/index.js';
 import { CliError, openAudit, parseSince, printJson, stateDsn, type StateFlags } from './common.js';
 
 export function registerStatus(program: Command): void {
@@ -16,15 +16,27 @@ export function registerStatus(program: Command): void {
       const summary = log.summary();
       log.close();
       let killSwitch: unknown[] = [];
+      let fleet: FleetInstance[] | undefined;
+      let stateProblem: string | undefined;
       try {
         const state = openState(stateDsn(flags));
-        killSwitch = (await state.flags.listKillSwitches()).filter((k) => k.on);
+        try {
+          killSwitch = (await state.flags.listKillSwitches()).filter((k) => k.on);
+          fleet = await state.fleet?.instances();
+        } catch (err) {
+          stateProblem = (err as Error).message;
+        }
         await state.close();
       } catch (err) {
         if (!(err instanceof StateError)) throw err;
       }
-      if (flags.json) return printJson({ ...summary, killSwitch });
+      if (flags.json) return printJson({ ...summary, killSwitch, ...(fleet ? { fleet } : {}), ...(stateProblem ? { stateProblem } : {}) });
       const out: string[] = [];
+      if (fleet) {
+        out.push(fleet.length ? `fleet: ${fleet.length} live instance${fleet.length === 1 ? '' : 's'} on the shared state` : 'fleet: no live instance on the shared state');
+        for (const i of fleet) out.push(`  ${i.instance}  ${i.listen}  ${i.servers.join(', ') || '-'}  ${i.sessions} sessions, up since ${i.startedAt}, last seen ${i.lastSeen}`);
+      }
+      if (stateProblem) out.push(`state store: ${stateProblem}`);
       out.push(summary.instances.length ? 'instances (last 15 min):' : 'no toolgate instance wrote to the audit log in the last 15 minutes');
       for (const i of summary.instances) out.push(`  ${i.instance}  ${i.servers.join(', ') || '-'}  ${i.calls} calls, last seen ${i.lastSeen}`);
       out.push('calls in the last minute:');

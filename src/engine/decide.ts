@@ -197,9 +197,10 @@ export class Engine {
     return this.reserved(failed, charges, e.entry, e.rule, ctx, enforced);
   }
 
+  /** The audit row's message says which way a store failure went: fail closed (denied) or fail_open (forwarded uncounted). */
   private storeFailed(err: Error, rule: string, enforced: boolean): Decision {
-    if (this.failOpen) return { verdict: 'allow', rule, retryAfterSeconds: null, enforced, charges: NO_CHARGES };
-    return { ...deny('(state-store)', `Limits cannot be checked right now (state store error: ${err.message}); the call was not forwarded.`), enforced };
+    if (this.failOpen) return { verdict: 'allow', rule, message: `fail_open: limits not checked (state store error: ${err.message}); forwarded uncounted.`, retryAfterSeconds: null, enforced, charges: NO_CHARGES };
+    return { ...deny('(state-store)', `Limits cannot be checked right now (state store error: ${err.message}); the call was not forwarded (fail closed).`), enforced };
   }
 
   private reserved(failed: number, charges: Charge[], entry: CompiledEntry | null, rule: string, ctx: CallContext, enforced: boolean): Decision {

@@ -33,6 +33,7 @@ export const GatewayConfigSchema = z.strictObject({
   listen: z.string().regex(/^(\[[0-9a-fA-F:]+\]|[\w.-]+):\d{1,5}$/, 'HOST:PORT').default('127.0.0.1:8080'),
   state: z.string().optional().describe('memory:, sqlite:PATH or redis://…; default sqlite under TOOLGATE_HOME'),
   audit: z.string().optional().describe('audit log SQLite file; default TOOLGATE_HOME/audit.db'),
+  fail_open: z.boolean().default(false).describe('forward limited calls uncounted when the state store fails (default: deny them)'),
   admin: z.strictObject({ token: z.string().min(16, 'use at least 16 characters') }).optional(),
   sessions: z.strictObject({
     idle_timeout: z.string().regex(/^\d+(s|m|h)$/).default('15m'),

@@ -84,7 +84,11 @@ export class Gateway {
     return { host: listenHost(this.config), port: this.port };
   }
 
-  get sessionCount(): number {
+  get servers(): GatewayConfig['servers'] {
+    return this.config.servers;
+  }
+
+    get sessionCount(): number {
     return this.sessions.size;
   }
 
@@ -200,8 +204,10 @@ export class Gateway {
     if (m) return this.handleMcp(req, res, decodeURIComponent(m[1]));
     const url = new URL(raw, 'http://gateway');
     if (url.pathname === '/healthz') {
+      // 200 while the store is down too: unlimited calls still pass, and every instance shares the store.
+      const state = this.opts.state.health?.() ?? { kind: this.opts.state.kind, status: 'ok' };
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ status: 'ok', servers: Object.keys(this.config.servers).length, sessions: this.sessions.size }));
+      res.end(JSON.stringify({ status: state.status === 'ok' ? 'ok' : 'degraded', servers: Object.keys(this.config.servers).length, sessions: this.sessions.size, state }));
       return;
     }
     if (url.pathname === '/api' || url.pathname.startsWith('/api/')) {
@@ -345,7 +351,7 @@ export class Gateway {
   private open(id: string, name: string, server: ServerConfig, grant: Grant, channelFor: (session: PolicySession) => ClientChannel): Live {
     const { log, state, audit } = this.opts;
     const policy = this.policyFor(server, grant);
-    const engine = new Engine({ policy: policy ?? compileObject(PENDING_POLICY), counters: state.counters, flags: state.flags });
+    const engine = new Engine({ policy: policy ?? compileObject(PENDING_POLICY), counters: state.counters, flags: state.flags, failOpen: this.config.fail_open });
     const upstream: Upstream = 'command' in server
       ? new StdioUpstream({ command: server.command, args: server.args, env: { ...process.env, ...server.env }, cwd: server.cwd, log })
       : new HttpUpstream({ url: new URL(server.url), headers: server.headers, log });

@@ -5,7 +5,7 @@ import { RedisDsnError } from './redis-dsn.js';
 import { openSqliteState } from './sqlite.js';
 import type { StateStore } from './types.js';
 
-export type { Approval, ApprovalDecision, ApprovalStatus, ApprovalStore, Charge, CounterStore, FlagStore, Grant, GrantStore, KillScope, KillSwitchState, PinStore, StateHealth, StateStore } from './types.js';
+export type { Approval, ApprovalDecision, ApprovalStatus, ApprovalStore, Charge, CounterStore, FlagStore, FleetInstance, FleetView, Grant, GrantStore, KillScope, KillSwitchState, PinStore, StateHealth, StateStore } from './types.js';
 export { openDatabase } from './sqlite.js';
 
 export class StateError extends Error {}

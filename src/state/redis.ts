@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis';
 import { RedisApprovalStore } from './redis-approvals.js';
 import { parseRedisDsn, type RedisDsn } from './redis-dsn.js';
+import { RedisFleet } from './redis-fleet.js';
 import type { Charge, CounterStore, FlagStore, Grant, GrantStore, KillScope, KillSwitchState, PinStore, StateHealth, StateStore } from './types.js';
 
 /**
@@ -362,6 +363,7 @@ export function openRedisState(dsn: string): StateStore & { link: RedisLink } {
     pins: new RedisPinStore(link),
     grants,
     approvals,
+    fleet: new RedisFleet(link),
     health: () => link.health(),
     close: async () => {
       clearInterval(timer);

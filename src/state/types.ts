@@ -162,6 +162,27 @@ export interface ApprovalStore {
   watch(listener: (approval: Approval) => void): () => void;
 }
 
+/** One live `toolgate serve` of a fleet, as it last announced itself. */
+export interface FleetInstance {
+  instance: string;
+  listen: string;
+  servers: string[];
+  sessions: number;
+  startedAt: string;
+  lastSeen: string;
+}
+
+/** A fleet of gateways on one shared store (Redis): who is alive, and every instance's audit events. */
+export interface FleetView {
+  /** Says this instance is alive; it drops out of `instances` 15 s after its last announcement. */
+  announce(instance: Omit<FleetInstance, 'lastSeen'>): Promise<void>;
+  instances(): Promise<FleetInstance[]>;
+  /** Adds an audit event to the fleet's capped stream. Never throws: the instance's own audit log has the event. */
+  publish(event: Record<string, unknown>): void;
+  /** Calls `onEvent` with each event published from now on, until the returned function is called. */
+  follow(onEvent: (event: Record<string, unknown>) => void): () => void;
+}
+
 /** What /healthz says about the store: memory and SQLite are always ok, Redis can be unreachable. */
 export interface StateHealth {
   kind: StateStore['kind'];
@@ -176,6 +197,7 @@ export interface StateStore {
   readonly flags: FlagStore;
   readonly pins: PinStore;
   readonly grants: GrantStore;
+  readonly fleet?: FleetView;
   health?(): StateHealth;
   close(): Promise<void>;
 }
