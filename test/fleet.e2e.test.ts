@@ -1,0 +1,132 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { writeFileSync } from 'node:fs';
+import { TestRedis } from './helpers/redis.js';
+import { RecordingUpstream } from './helpers/recording-http.js';
+import { BIN, denialText, tempDir, testEnv, writePolicy } from './helpers/toolgate.js';
+
+const ADMIN = 'fleet-admin-token-0123456789';
+
+interface Instance { base: string; proc: ChildProcess; home: string }
+
+/** One `toolgate serve` process on the shared config; resolves once it listens. */
+async function serve(config: string): Promise<Instance> {
+  const home = tempDir();
+  const proc = spawn(process.execPath, [BIN, 'serve', '-c', config], { env: testEnv(home, { TOOLGATE_LOG_LEVEL: 'info' }) });
+  let err = '';
+  const base = await new Promise<string>((resolve, reject) => {
+    proc.stderr!.on('data', (d) => {
+      err += d;
+      const m = /"listen":"(http:\/\/[^"]+)"/.exec(err);
+      if (m) resolve(m[1]);
+    });
+    proc.on('exit', () => reject(new Error(`serve exited: ${err}`)));
+  });
+  return { base, proc, home };
+}
+
+async function connect(at: Instance, server: string, token?: string): Promise<Client> {
+  const client = new Client({ name: 'fleet-test', version: '1' });
+  const headers: Record<string, string> = token ? { Authorization: `Bearer ${token}` } : {};
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${at.base}/mcp/${server}`), { requestInit: { headers } }));
+  return client;
+}
+
+async function admin(at: Instance, method: string, path: string, body?: unknown): Promise<{ status: number; json: Record<string, unknown> }> {
+  const res = await fetch(`${at.base}${path}`, {
+    method, headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: res.status, json: (await res.json()) as Record<string, unknown> };
+}
+
+async function health(at: Instance): Promise<{ status: string; state: { status: string; detail?: string } }> {
+  return (await fetch(`${at.base}/healthz`)).json() as Promise<{ status: string; state: { status: string; detail?: string } }>;
+}
+
+describe('a fleet of three toolgate serve processes on one Redis', () => {
+  let redis: TestRedis;
+  let upstream: RecordingUpstream;
+  let fleet: Instance[];
+
+  before(async () => {
+    redis = await TestRedis.start();
+    upstream = await RecordingUpstream.start();
+    const dir = tempDir();
+    const policy = writePolicy(dir, {
+      version: '1', default: 'deny',
+      tools: { limited: { limits: [{ counter: 'limited', window: 'hour', max: 100, scope: 'server' }] }, free: {} },
+    });
+    // A generous command timeout: 192 calls at once on a busy 2-core machine must not time out (a
+    // reservation whose answer comes too late is denied but stays counted, the safe side).
+    // Three servers on the one upstream, so each test has counters of its own (limits are per server name).
+    const server = (auth: string) => ({ url: upstream.url, policy, auth });
+    const config = join(dir, 'toolgate.json');
+    writeFileSync(config, JSON.stringify({
+      listen: '127.0.0.1:0',
+      state: `${redis.url}/0?prefix=fleet&timeout=2s`,
+      admin: { token: ADMIN },
+      servers: { busy: server('none'), ops: server('none'), granted: server('grants') },
+    }));
+    fleet = await Promise.all([serve(config), serve(config), serve(config)]);
+  });
+
+  after(async () => {
+    await Promise.all(fleet.map((i) => new Promise((resolve) => { i.proc.once('exit', resolve); i.proc.kill('SIGTERM'); })));
+    await upstream.stop();
+    await redis.stop();
+  });
+
+  it('64 sessions spread over three instances, a server limit of 100 per hour: exactly 100 calls reach the upstream', async () => {
+    const clients = await Promise.all(Array.from({ length: 64 }, (_, i) => connect(fleet[i % 3], 'busy')));
+    const results = await Promise.all(clients.flatMap((c) => [1, 2, 3].map(() => c.callTool({ name: 'limited', arguments: {} }))));
+    const denied = results.map(denialText).filter((t): t is string => t !== undefined);
+    assert.equal(results.length - denied.length, 100, [...new Set(denied)].join(" | "));
+    assert.equal(upstream.count('limited'), 100, 'counted at the upstream');
+    assert.ok(denied.every((t) => /Limit reached: 100 calls per hour \("limited", per server\)/.test(t)), denied[0]);
+    await Promise.all(clients.map((c) => c.close()));
+  });
+
+  it('a grant revoked on one instance is refused on the next request to another', async () => {
+    const created = await admin(fleet[0], 'POST', '/api/grants', { server: 'granted', label: 'agent' });
+    assert.equal(created.status, 201);
+    const client = await connect(fleet[1], 'granted', created.json.token as string);
+    assert.equal(denialText(await client.callTool({ name: 'free', arguments: {} })), undefined);
+    assert.equal((await admin(fleet[0], 'DELETE', `/api/grants/${created.json.id as string}`)).status, 200);
+    await assert.rejects(client.callTool({ name: 'free', arguments: {} }), /401|revoked/);
+    await client.close().catch(() => {});
+  });
+
+  it('the kill switch turned on at one instance stops the next call at another', async () => {
+    const client = await connect(fleet[0], 'ops');
+    assert.equal(denialText(await client.callTool({ name: 'free', arguments: {} })), undefined);
+    await admin(fleet[2], 'POST', '/api/kill-switch', { on: true, server: 'ops', reason: 'drill' });
+    assert.match(denialText(await client.callTool({ name: 'free', arguments: {} }))!, /kill switch is on/);
+    await admin(fleet[1], 'POST', '/api/kill-switch', { on: false, server: 'ops' });
+    assert.equal(denialText(await client.callTool({ name: 'free', arguments: {} })), undefined, 'and off again from a third');
+    await client.close();
+  });
+
+  it('Redis killed mid-run: limited calls denied clearly, unlimited ones carry on, and the fleet recovers without a restart', async () => {
+    const clients = await Promise.all(fleet.map((i) => connect(i, 'ops')));
+    for (const c of clients) assert.equal(denialText(await c.callTool({ name: 'limited', arguments: {} })), undefined);
+    const before = upstream.count('limited');
+    await redis.stop();
+    for (const c of clients) {
+      assert.match(denialText(await c.callTool({ name: 'limited', arguments: {} }))!, /Limits cannot be checked right now \(state store error: Redis at redis:\/\/127\.0\.0\.1:\d+\/0.*\); the call was not forwarded \(fail closed\)/);
+      assert.equal(denialText(await c.callTool({ name: 'free', arguments: {} })), undefined, 'a call without limits carries on');
+    }
+    assert.equal(upstream.count('limited'), before, 'nothing limited was forwarded');
+    const down = await health(fleet[0]);
+    assert.equal(down.status, 'degraded');
+    assert.equal(down.state.status, 'unavailable');
+    await redis.start();
+    for (const i of fleet) while ((await health(i)).state.status !== 'ok') await new Promise((r) => setTimeout(r, 100));
+    for (const c of clients) assert.equal(denialText(await c.callTool({ name: 'limited', arguments: {} })), undefined, 'counting again');
+    assert.equal(upstream.count('limited'), before + 3);
+    await Promise.all(clients.map((c) => c.close()));
+  });
+});
