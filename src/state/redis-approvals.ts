@@ -114,13 +114,18 @@ export class RedisApprovalStore implements ApprovalStore {
     if (a) for (const l of this.listeners) l({ ...a });
   }
 
+  /** A transition, once this instance hears changes (so its own watchers hear this one), failing with a clear message. */
+  private run<T>(script: () => Promise<T>): Promise<T> {
+    return this.link.subscribed.then(script).catch(this.link.failure);
+  }
+
   private keys(id: string): string[] {
     return [this.link.key('approval', id), this.index.all, this.index.pending, this.index.approved, this.link.channel];
   }
 
   async create(a: Approval): Promise<void> {
-    await this.scripts.tgApprovalCreate(...this.keys(a.id), this.link.key('approvals', 'binding', a.binding),
-      a.id, JSON.stringify({ ...a, status: 'pending' }), a.requestedAt, a.expiresAt, a.validForMs).catch(this.link.failure);
+    await this.run(() => this.scripts.tgApprovalCreate(...this.keys(a.id), this.link.key('approvals', 'binding', a.binding),
+      a.id, JSON.stringify({ ...a, status: 'pending' }), a.requestedAt, a.expiresAt, a.validForMs));
   }
 
   async get(id: string): Promise<Approval | null> {
@@ -140,12 +145,12 @@ export class RedisApprovalStore implements ApprovalStore {
   }
 
   async decide(id: string, d: ApprovalDecision): Promise<Approval | null> {
-    const flat = await this.scripts.tgApprovalDecide(...this.keys(id), id, d.status, d.by, d.reason ?? '', d.at).catch(this.link.failure);
+    const flat = await this.run(() => this.scripts.tgApprovalDecide(...this.keys(id), id, d.status, d.by, d.reason ?? '', d.at));
     return flat ? approvalOf(flat) : null;
   }
 
   async consume(id: string, at: number): Promise<boolean> {
-    return (await this.scripts.tgApprovalConsume(...this.keys(id), id, at).catch(this.link.failure)) === 1;
+    return (await this.run(() => this.scripts.tgApprovalConsume(...this.keys(id), id, at))) === 1;
   }
 
   async findLive(binding: string, now: number): Promise<Approval | null> {
@@ -157,10 +162,11 @@ export class RedisApprovalStore implements ApprovalStore {
   }
 
   async expire(now: number): Promise<Approval[]> {
-    const ids = await this.scripts.tgApprovalExpire(this.index.pending, this.index.approved, this.link.channel, now, this.link.key('approval', '')).catch(this.link.failure);
+    const ids = await this.run(() => this.scripts.tgApprovalExpire(this.index.pending, this.index.approved, this.link.channel, now, this.link.key('approval', '')));
     return this.many(ids);
   }
 
+  /** Changes are heard once the subscription stands: a watcher added now hears every transition made after it. */
   watch(listener: (a: Approval) => void): () => void {
     this.listeners.add(listener);
     return () => { this.listeners.delete(listener); };

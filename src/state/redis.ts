@@ -16,7 +16,7 @@ local t = redis.call('TIME')
 local rnow = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local cnow = tonumber(ARGV[1])
 local n = #KEYS
-local nows, exps, totals = {}, {}, {}
+local nows, exps, totals, live = {}, {}, {}, {}
 for i = 1, n do
   local b = 2 + (i - 1) * 4
   local amount, max, exp, w = tonumber(ARGV[b]), tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3])
@@ -29,22 +29,24 @@ for i = 1, n do
   if total == nil then
     local h = redis.call('HMGET', k, 'v', 'e')
     total = 0
-    if h[1] and tonumber(h[2]) > now then total = tonumber(h[1]) end
+    live[k] = h[1] ~= false and tonumber(h[2]) > now
+    if live[k] then total = tonumber(h[1]) end
   end
   total = total + amount
   if total > max then return {i - 1, rnow} end
   totals[k] = total
 end
+-- A counter still in its window is incremented; a new or ended one starts over and expires soon after its window.
 for i = 1, n do
   local k = KEYS[i]
-  local b = 2 + (i - 1) * 4
-  local e = tonumber(redis.call('HGET', k, 'e'))
-  if e and e > nows[i] then
-    redis.call('HINCRBYFLOAT', k, 'v', ARGV[b])
+  local amount = ARGV[2 + (i - 1) * 4]
+  if live[k] then
+    redis.call('HINCRBYFLOAT', k, 'v', amount)
   else
-    redis.call('HSET', k, 'v', ARGV[b], 'e', exps[i])
+    redis.call('HSET', k, 'v', amount, 'e', exps[i])
+    redis.call('PEXPIRE', k, math.max(1, exps[i] - nows[i]) + 1000)
+    live[k] = true
   end
-  redis.call('PEXPIRE', k, math.max(1, exps[i] - nows[i]) + 1000)
 end
 return {-1, rnow}
 `;
@@ -84,6 +86,8 @@ export class RedisLink {
   readonly client: Redis & Scripts;
   readonly subscriber: Redis;
   readonly channel: string;
+  /** Settles once this instance hears changes: reads and writes that must not miss one wait for it. */
+  readonly subscribed: Promise<void>;
   private readonly listeners = new Set<(what: string) => void>();
   private readonly reconnected = new Set<() => void>();
   private lastError = '';
@@ -107,7 +111,7 @@ export class RedisLink {
     const note = (err: Error) => { this.lastError = err.message; };
     this.client.on('error', note);
     this.subscriber.on('error', note);
-    this.subscriber.subscribe(this.channel).catch(note);
+    this.subscribed = this.subscriber.subscribe(this.channel).then(() => {}, note);
     this.subscriber.on('message', (_channel: string, what: string) => { for (const l of this.listeners) l(what); });
     // Changes published while this instance was cut off never arrive: re-read everything.
     let first = true;
@@ -241,6 +245,7 @@ export class RedisFlagStore implements FlagStore {
   constructor(private readonly link: RedisLink) {
     this.key = link.key('kill');
     this.mirror = new Mirror(async () => {
+      await link.subscribed;
       const all = await link.client.hgetall(this.key);
       return new Map(Object.entries(all).map(([scope, json]) => [scope, JSON.parse(json) as KillSwitchState]));
     });
@@ -290,6 +295,7 @@ export class RedisGrantStore implements GrantStore {
   constructor(private readonly link: RedisLink) {
     this.keys = [link.key('grants'), link.key('grants', 'token'), link.key('grants', 'revoked')];
     this.mirror = new Mirror(async () => {
+      await link.subscribed;
       const [grants, hashes, revoked] = await Promise.all(this.keys.map((k) => link.client.hgetall(k)));
       const index: GrantIndex = { byHash: new Map(), all: [] };
       for (const [id, json] of Object.entries(grants)) {
