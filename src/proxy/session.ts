@@ -344,6 +344,7 @@ export class PolicySession {
       decision.message = `approved by ${approval.decidedBy ?? '?'} (${approval.id})`;
     }
     pending.held = undefined;
+    pending.started = ctx.now;
     this.carryOut(id, key, message, ctx, pending, decision);
   }
 
@@ -360,7 +361,7 @@ export class PolicySession {
   }
 
   /** Asks the client's user (MCP elicitation) to approve or deny; their answer decides the approval. */
-  private elicit(approval: { id: string; tool: string; args: unknown; reason: string }, related: Id): void {
+  private elicit(approval: { id: string; tool: string; args: unknown; reason: string; expiresAt: number }, related: Id): void {
     const approvals = this.opts.approvals!;
     const args = JSON.stringify(approval.args, null, 2);
     const request = this.ownRequest('elicitation/create', {
@@ -370,7 +371,7 @@ export class PolicySession {
         properties: { decision: { type: 'string', title: 'Decision', description: `Approve or deny the call to ${approval.tool}`, enum: ['approve', 'deny'] } },
         required: ['decision'],
       },
-    }, (m) => this.opts.toClient(m), related);
+    }, (m) => this.opts.toClient(m), related, Math.max(1, approval.expiresAt - this.now()));
     const by = `client:${this.clientName ?? 'unknown'}`;
     request.then((answer) => {
       const result = isObject(answer.result) ? answer.result : undefined;
