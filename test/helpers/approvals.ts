@@ -26,9 +26,9 @@ export async function until<T>(fn: () => T | undefined | Promise<T | undefined>,
 }
 
 /** Runs the toolgate CLI in its own process; resolves with its exit code and output. */
-export async function cli(home: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+export async function cli(home: string, args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await exec(process.execPath, [BIN, ...args], { env: testEnv(home) });
+    const { stdout, stderr } = await exec(process.execPath, [BIN, ...args], { env: testEnv(home, env) });
     return { code: 0, stdout, stderr };
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };
