@@ -72,6 +72,12 @@ describe('toolgate run: human approval', () => {
       assert.equal(again.code, 1);
       assert.match(again.stderr, /already approved by .* and used/);
       assert.equal((await auditRows(run.home, 'approval_requested')).length, 1);
+
+      // A tool added later (list_changed): toolgate lists again and the new Destructive tool is held, not unknown.
+      assert.equal(denialText(await call(run, 'add_tool', {})), undefined);
+      await assert.rejects(call(run, 'purge_notes', {}, { timeout: 500 }), /timed out/i);
+      assert.ok((await pendingApprovals(run.home)).some((a) => a.tool === 'purge_notes'));
+      assert.ok(!recorded(run.record).some((c) => c.tool === 'purge_notes'));
       const [row] = await auditRows(run.home, 'approved');
       assert.match(row.message, new RegExp(`approved by ${ME}`));
     } finally {
