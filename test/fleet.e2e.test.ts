@@ -58,7 +58,11 @@ describe('a fleet of three toolgate serve processes on one Redis', () => {
     const dir = tempDir();
     const policy = writePolicy(dir, {
       version: '1', default: 'deny',
-      tools: { limited: { limits: [{ counter: 'limited', window: 'hour', max: 100, scope: 'server' }] }, free: {} },
+      tools: {
+        limited: { limits: [{ counter: 'limited', window: 'hour', max: 100, scope: 'server' }] },
+        free: {},
+        guarded: { action: 'approve', approval: { timeout: '5m' } },
+      },
     });
     // A generous command timeout: 192 calls at once on a busy 2-core machine must not time out (a
     // reservation whose answer comes too late is denied but stays counted, the safe side).
@@ -107,6 +111,23 @@ describe('a fleet of three toolgate serve processes on one Redis', () => {
     assert.match(denialText(await client.callTool({ name: 'free', arguments: {} }))!, /kill switch is on/);
     await admin(fleet[1], 'POST', '/api/kill-switch', { on: false, server: 'ops' });
     assert.equal(denialText(await client.callTool({ name: 'free', arguments: {} })), undefined, 'and off again from a third');
+    await client.close();
+  });
+
+  it('a call held on one instance is released by an approval made through another', async () => {
+    const client = await connect(fleet[0], 'ops');
+    const held = client.callTool({ name: 'guarded', arguments: { n: 1 } });
+    let pending: Record<string, unknown> | undefined;
+    while (!pending) {
+      const list = (await admin(fleet[2], 'GET', '/api/approvals?status=pending')).json as unknown as Record<string, unknown>[];
+      pending = list.find((a) => a.tool === 'guarded');
+      if (!pending) await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.equal(upstream.count('guarded'), 0, 'held, not forwarded');
+    assert.equal((await admin(fleet[1], 'POST', `/api/approvals/${pending.id as string}/approve`, {})).status, 200);
+    assert.equal(denialText(await held), undefined);
+    assert.equal(upstream.count('guarded'), 1);
+    assert.equal((await admin(fleet[2], 'POST', `/api/approvals/${pending.id as string}/approve`, {})).status, 409, 'decided once, fleet-wide');
     await client.close();
   });
 

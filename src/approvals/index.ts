@@ -27,6 +27,15 @@ export interface HeldCall {
   settings: ApprovalSettings;
 }
 
+function settledText(a: Approval): string {
+  switch (a.status) {
+    case 'pending': case 'timeout': return 'timed out: the call was denied; it waits again when it is made again';
+    case 'used': return `was already approved by ${a.decidedBy ?? '?'} and used`;
+    case 'unused': return `was approved by ${a.decidedBy ?? '?'} but expired unused`;
+    default: return `was already ${a.status} by ${a.decidedBy ?? '?'}`;
+  }
+}
+
 export class ApprovalError extends Error {
   constructor(readonly status: 400 | 403 | 404 | 409, message: string) {
     super(message);
@@ -161,8 +170,7 @@ export class Approvals {
     const decided = await this.opts.store.decide(id, { status: approve ? 'approved' : 'denied', by, reason, at: this.now() });
     if (!decided) {
       const now = await this.opts.store.get(id);
-      const state = now?.status === 'pending' ? 'expired' : `already ${now?.status}${now?.decidedBy ? ` by ${now.decidedBy}` : ''}`;
-      throw new ApprovalError(409, `approval ${id} is ${state}`);
+      throw new ApprovalError(409, `approval ${id} ${now ? settledText(now) : 'is gone'}`);
     }
     this.audit(decided, approve ? 'approved' : 'rejected', `${id}: ${approve ? 'approved' : 'denied'} by ${by}${reason ? `: ${reason}` : ''}`);
     this.wake(decided);

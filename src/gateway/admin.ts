@@ -1,11 +1,13 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';
+import type { Approvals } from '../approvals/index.js';
 import type { AuditLog } from '../audit/index.js';
 import { loadPolicyFile } from '../policy/index.js';
 import { Catalog, recordSummary } from '../risk/catalog.js';
 import { toolgateHome, type StateStore } from '../state/index.js';
 import type { GatewayConfig } from './config.js';
+import { ApprovalApiError, handleApprovalsApi } from './approvals-api.js';
 import type { Grants } from './grants.js';
 
 export interface AdminDeps {
@@ -14,6 +16,7 @@ export interface AdminDeps {
   audit: AuditLog;
   grants: Grants;
   sessions(server: string): number;
+  approvals: Approvals;
 }
 
 export class AdminError extends Error {
@@ -111,6 +114,13 @@ export async function handleAdmin(req: IncomingMessage, res: ServerResponse, url
   if (path === '/api/records' && method === 'GET') {
     return send(res, 200, new Catalog(join(toolgateHome(), 'catalog')).search(q.get('search') ?? '').map(recordSummary));
   }
-  if (path === '/api/approvals') throw new AdminError(501, 'human approval is not built yet: calls that need approval are denied, saying so');
+  try {
+    if (path === '/api/approvals' || path.startsWith('/api/approvals/')) {
+      if (await handleApprovalsApi(req, res, path, url, input, deps.approvals)) return;
+    }
+  } catch (err) {
+    if (err instanceof ApprovalApiError) throw new AdminError(err.status, err.message);
+    throw err;
+  }
   throw new AdminError(404, `no such admin endpoint: ${method} ${url.pathname}`);
 }

@@ -8,7 +8,7 @@ import { z } from 'zod';
 /**
  * A Streamable HTTP MCP server (SDK) in the test's own process that counts every tool call it
  * runs, so a test sees exactly how many calls reached the upstream across every gateway.
- * Tools: `limited` and `free` (the policy decides which is which).
+ * Tools: `limited`, `free` and `guarded` (the policy decides what each is).
  */
 export class RecordingUpstream {
   readonly calls = new Map<string, number>();
@@ -43,7 +43,7 @@ export class RecordingUpstream {
       const t: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID(), onsessioninitialized: (id) => { this.transports.set(id, t); } });
       t.onclose = () => { if (t.sessionId) this.transports.delete(t.sessionId); };
       const server = new McpServer({ name: 'recording-http', version: '1.0.0' });
-      for (const tool of ['limited', 'free']) {
+      for (const tool of ['limited', 'free', 'guarded']) {
         server.registerTool(tool, { description: `${tool} tool`, inputSchema: { n: z.number().optional() } }, async () => {
           this.calls.set(tool, this.count(tool) + 1);
           return { content: [{ type: 'text', text: `${tool} done` }] };
