@@ -1,15 +1,17 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { writeFileSync } from 'node:fs';
+import { promisify } from 'node:util';
 import { TestRedis } from './helpers/redis.js';
 import { RecordingUpstream } from './helpers/recording-http.js';
 import { BIN, denialText, tempDir, testEnv, writePolicy } from './helpers/toolgate.js';
 
 const ADMIN = 'fleet-admin-token-0123456789';
+const run = promisify(execFile);
 
 interface Instance { base: string; proc: ChildProcess; home: string }
 
@@ -129,6 +131,31 @@ describe('a fleet of three toolgate serve processes on one Redis', () => {
     assert.equal(upstream.count('guarded'), 1);
     assert.equal((await admin(fleet[2], 'POST', `/api/approvals/${pending.id as string}/approve`, {})).status, 409, 'decided once, fleet-wide');
     await client.close();
+  });
+
+  it('toolgate status lists every live instance; audit --follow tails the whole fleet as JSON lines', async () => {
+    const args = ['--state', `${redis.url}/0?prefix=fleet`];
+    const home = tempDir();
+    const status = await run(process.execPath, [BIN, 'status', '--json', ...args, '--audit', join(fleet[0].home, 'audit.db')], { env: testEnv(home) });
+    const listed = (JSON.parse(status.stdout) as { fleet: { listen: string }[] }).fleet.map((i) => i.listen).sort();
+    assert.deepEqual(listed, fleet.map((i) => i.base).sort());
+    const tail = spawn(process.execPath, [BIN, 'audit', '--follow', '--tool', 'free', ...args], { env: testEnv(home) });
+    let out = '';
+    tail.stdout!.on('data', (d) => { out += d; });
+    const clients = await Promise.all(fleet.map((i) => connect(i, 'ops')));
+    // The follower subscribes as it starts: call until its first line shows, then once more on each instance.
+    while (!out.includes('\n')) {
+      await clients[0].callTool({ name: 'free', arguments: {} });
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    out = '';
+    for (const c of clients) await c.callTool({ name: 'free', arguments: {} });
+    while (out.split('\n').filter(Boolean).length < 3) await new Promise((r) => setTimeout(r, 100));
+    const lines = out.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+    assert.ok(lines.every((l) => l.tool === 'free' && l.decision === 'allow' && l.server === 'ops'));
+    assert.equal(new Set(lines.map((l) => l.instance)).size, 3, 'one event from each instance');
+    tail.kill('SIGINT');
+    await Promise.all(clients.map((c) => c.close()));
   });
 
   it('Redis killed mid-run: limited calls denied clearly, unlimited ones carry on, and the fleet recovers without a restart', async () => {
