@@ -6,6 +6,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { writeFileSync } from 'node:fs';
 import { promisify } from 'node:util';
+import { until } from './helpers/approvals.js';
 import { TestRedis } from './helpers/redis.js';
 import { RecordingUpstream } from './helpers/recording-http.js';
 import { BIN, denialText, tempDir, testEnv, writePolicy } from './helpers/toolgate.js';
@@ -143,17 +144,19 @@ describe('a fleet of three toolgate serve processes on one Redis', () => {
     let out = '';
     tail.stdout!.on('data', (d) => { out += d; });
     const clients = await Promise.all(fleet.map((i) => connect(i, 'ops')));
-    // The follower subscribes as it starts: call until its first line shows, then once more on each instance.
-    while (!out.includes('\n')) {
+    // The follower reads from the end of the stream once it has started: call until its first line
+    // shows, then once on each instance (outcome lines pass the filter too: they carry no tool).
+    const lines = () => out.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.kind === 'call');
+    await until(async () => {
       await clients[0].callTool({ name: 'free', arguments: {} });
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    out = '';
+      return lines().length > 0;
+    }, `the follower's first line (it printed: ${out})`);
+    const seen = lines().length;
     for (const c of clients) await c.callTool({ name: 'free', arguments: {} });
-    while (out.split('\n').filter(Boolean).length < 3) await new Promise((r) => setTimeout(r, 100));
-    const lines = out.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
-    assert.ok(lines.every((l) => l.tool === 'free' && l.decision === 'allow' && l.server === 'ops'));
-    assert.equal(new Set(lines.map((l) => l.instance)).size, 3, 'one event from each instance');
+    await until(() => lines().length >= seen + 3, 'a line for each instance');
+    const last = lines().slice(seen);
+    assert.ok(last.every((l) => l.tool === 'free' && l.decision === 'allow' && l.server === 'ops'), JSON.stringify(last));
+    assert.equal(new Set(last.map((l) => l.instance)).size, 3, 'one event from each instance');
     tail.kill('SIGINT');
     await Promise.all(clients.map((c) => c.close()));
   });
