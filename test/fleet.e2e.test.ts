@@ -32,10 +32,24 @@ async function serve(config: string): Promise<Instance> {
   return { base, proc, home };
 }
 
+/**
+ * fetch, tried once more when the socket failed: Node's HTTP server closes keep-alive sockets idle
+ * for 5 s, and on a busy machine the client can pick one at that very moment (a known race). A
+ * retried call that did arrive twice would only be counted twice: the limit still holds.
+ */
+const retrying: typeof fetch = async (url, init) => {
+  try {
+    return await fetch(url, init);
+  } catch (err) {
+    if ((err as Error).message !== 'fetch failed') throw err;
+    return fetch(url, init);
+  }
+};
+
 async function connect(at: Instance, server: string, token?: string): Promise<Client> {
   const client = new Client({ name: 'fleet-test', version: '1' });
   const headers: Record<string, string> = token ? { Authorization: `Bearer ${token}` } : {};
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${at.base}/mcp/${server}`), { requestInit: { headers } }));
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${at.base}/mcp/${server}`), { requestInit: { headers }, fetch: retrying }));
   return client;
 }
 
@@ -144,6 +158,7 @@ describe('a fleet of three toolgate serve processes on one Redis', () => {
     let out = '';
     tail.stdout!.on('data', (d) => { out += d; });
     const clients = await Promise.all(fleet.map((i) => connect(i, 'ops')));
+    after(() => { tail.kill('SIGINT'); });
     // The follower reads from the end of the stream once it has started: call until its first line
     // shows, then once on each instance (outcome lines pass the filter too: they carry no tool).
     const lines = () => out.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.kind === 'call');
@@ -157,7 +172,6 @@ describe('a fleet of three toolgate serve processes on one Redis', () => {
     const last = lines().slice(seen);
     assert.ok(last.every((l) => l.tool === 'free' && l.decision === 'allow' && l.server === 'ops'), JSON.stringify(last));
     assert.equal(new Set(last.map((l) => l.instance)).size, 3, 'one event from each instance');
-    tail.kill('SIGINT');
     await Promise.all(clients.map((c) => c.close()));
   });
 
