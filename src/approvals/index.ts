@@ -8,6 +8,7 @@ import { cliHowTo, heldNotice, type HowTo } from './text.js';
 import { webhookBody, WebhookSender, type WebhookConfig } from './webhook.js';
 
 export { bindingOf, newApprovalId, normaliseApprovalId } from './ids.js';
+export { elicitationDecision, elicitationParams } from './elicitation.js';
 export { approvalView, cliHowTo, formatDuration, outcomeMessage, retryMessage, waitingMessage, type HowTo } from './text.js';
 export { signature, SIGNATURE_HEADER, TIMESTAMP_HEADER, DELIVERY_HEADER, type WebhookConfig } from './webhook.js';
 
