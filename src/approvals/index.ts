@@ -144,7 +144,7 @@ export class Approvals {
   }
 
   private async timeOut(id: string): Promise<void> {
-    const decided = await this.opts.store.decide(id, { status: 'timeout', by: 'toolgate', at: Math.max(this.now(), 0) });
+    const decided = await this.opts.store.decide(id, { status: 'timeout', by: 'toolgate', at: this.now() });
     if (decided) {
       this.audit(decided, 'timeout', `${id}: no decision in time`);
       this.wake(decided);
