@@ -92,13 +92,13 @@ export class BuiltinAuthorizationServer {
         case '/.well-known/oauth-authorization-server':
           sendJson(res, 200, this.metadata(issuer), { 'cache-control': 'max-age=300' });
           return true;
-        case '/oauth/register': return this.only(req, 'POST', () => this.register(req, res));
+        case '/oauth/register': return await this.only(req, 'POST', () => this.register(req, res));
         case '/oauth/authorize':
           if (req.method === 'GET') await this.authorizePage(req, res, singleValued(url.searchParams), issuer);
           else await this.only(req, 'POST', async () => this.decide(req, res, await readForm(req), issuer));
           return true;
-        case '/oauth/token': return this.only(req, 'POST', () => this.token(req, res, issuer));
-        case '/oauth/revoke': return this.only(req, 'POST', () => this.revoke(req, res));
+        case '/oauth/token': return await this.only(req, 'POST', () => this.token(req, res, issuer));
+        case '/oauth/revoke': return await this.only(req, 'POST', () => this.revoke(req, res));
         default: return false;
       }
     } catch (err) {

@@ -186,12 +186,14 @@ export class Gateway {
     const result = await this.auth.authenticate(token, name);
     if (result.ok) return result.grant;
     const refusal = this.auth.refusal(req, (req.url ?? '/').split('?')[0], result);
+    if (result.status === 503) throw new HttpError(refusal.status, refusal.message, refusal.headers);
     // A request without a token is how every OAuth client starts; only wrong tokens count as guesses.
-    if (result.status === 503 || !token) throw new HttpError(refusal.status, refusal.message, refusal.headers);
-    const current = this.failures.get(ip);
-    const f = current && current.until > Date.now() ? current : { count: 0, until: Date.now() + 60_000 };
-    f.count++;
-    this.failures.set(ip, f);
+    if (token) {
+      const current = this.failures.get(ip);
+      const f = current && current.until > Date.now() ? current : { count: 0, until: Date.now() + 60_000 };
+      f.count++;
+      this.failures.set(ip, f);
+    }
     this.opts.audit.append({ kind: 'auth', server: name, decision: 'deny', message: `${result.reason} (from ${ip})` });
     this.metrics.authFailures.inc({ server: name });
     throw new HttpError(refusal.status, refusal.message, refusal.headers);
