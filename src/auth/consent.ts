@@ -17,14 +17,25 @@ export interface ConsentView {
 const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 const esc = (s: string) => s.replace(/[&<>"']/g, (c) => ESCAPES[c]);
 
-/** Framing and scripts refused: the page takes the admin token, so no other site may wrap or script it. */
-const PAGE_HEADERS = {
-  'content-type': 'text/html; charset=utf-8',
-  'cache-control': 'no-store',
-  'x-frame-options': 'DENY',
-  'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'",
-  'referrer-policy': 'no-referrer',
-};
+/**
+ * Framing and scripts refused: the page takes the admin token, so no other site may wrap or script
+ * it. The form may go to the gateway and, by the redirect that answers it, to the client.
+ */
+function pageHeaders(redirectUri?: string): Record<string, string> {
+  let target = '';
+  if (redirectUri) {
+    const u = new URL(redirectUri);
+    target = ` ${u.protocol === 'http:' || u.protocol === 'https:' ? u.origin : u.protocol}`;
+  }
+  return {
+    'content-type': 'text/html; charset=utf-8',
+    'cache-control': 'no-store',
+    'x-frame-options': 'DENY',
+    'content-security-policy': `default-src 'none'; style-src 'unsafe-inline'; form-action 'self'${target}; frame-ancestors 'none'`,
+    // Not no-referrer: Chromium then sends `Origin: null` with the form, which the DNS-rebinding check refuses.
+    'referrer-policy': 'same-origin',
+  };
+}
 
 const STYLE = 'body{font:15px system-ui,sans-serif;max-width:34rem;margin:3rem auto;padding:0 1rem;color:#222}'
   + 'label{display:block;margin:.8rem 0 .2rem}input{width:100%;padding:.4rem;box-sizing:border-box}'
@@ -32,7 +43,7 @@ const STYLE = 'body{font:15px system-ui,sans-serif;max-width:34rem;margin:3rem a
 
 export function renderConsent(res: ServerResponse, v: ConsentView, status = 200): void {
   const hidden = [...v.request].map(([k, val]) => `<input type="hidden" name="${esc(k)}" value="${esc(val)}">`).join('');
-  res.writeHead(status, PAGE_HEADERS);
+  res.writeHead(status, pageHeaders(v.redirectUri));
   res.end(`<!doctype html><html><head><meta charset="utf-8"><title>toolgate: approve ${esc(v.clientName)}</title><style>${STYLE}</style></head><body>
 <h1>Approve an MCP client</h1>
 <p><strong>${esc(v.clientName)}</strong> (<code>${esc(v.clientId)}</code>) asks for access to the server <strong>${esc(v.server)}</strong>.
@@ -50,7 +61,7 @@ ${v.error ? `<p class="err" role="alert">${esc(v.error)}</p>` : ''}
 
 /** A request that cannot be sent back to its client (unknown client, unregistered redirect URI) is answered here, never redirected. */
 export function renderProblem(res: ServerResponse, status: number, message: string): void {
-  res.writeHead(status, PAGE_HEADERS);
+  res.writeHead(status, pageHeaders());
   res.end(`<!doctype html><html><head><meta charset="utf-8"><title>toolgate: authorization refused</title><style>${STYLE}</style></head><body>
 <h1>Authorization refused</h1><p class="err">${esc(message)}</p></body></html>`);
 }

@@ -22,7 +22,7 @@ export interface Refusal {
   headers: Record<string, string>;
 }
 
-const STATIC_HINT = 'this gateway takes grant tokens only (no OAuth sign-in): send Authorization: Bearer <grant token>; an operator creates one with toolgate grants create --server <server> --label <name>';
+const staticHint = (server: string) => `this gateway takes grant tokens only (no OAuth sign-in): send Authorization: Bearer <grant token>; an operator creates one with toolgate grants create --server ${server} --label <name>`;
 
 /**
  * MCP authorization for the gateway: each server URL is an OAuth protected resource (RFC 9728)
@@ -66,17 +66,18 @@ export class McpAuth {
    * only: 403, because every MCP client answers a 401 by starting an OAuth flow that cannot
    * succeed here; a 403 that is not insufficient_scope makes them show our message instead.
    */
-  refusal(req: IncomingMessage, pathname: string, result: Extract<AuthResult, { ok: false }>): Refusal {
+  refusal(req: IncomingMessage, server: string, pathname: string, result: Extract<AuthResult, { ok: false }>): Refusal {
     if (result.status === 503) return { status: 503, message: result.reason, headers: { 'retry-after': '5' } };
     const resourceMetadata = metadataUrl(this.base(req), pathname.replace(/\/messages\/?$/, ''));
+    const missing = result.reason.startsWith('missing');
     if (this.mode === 'static') {
+      const message = `${missing ? 'missing bearer token' : result.reason}: ${staticHint(server)}`;
       return {
         status: 403,
-        message: `${result.reason}. ${STATIC_HINT}`,
-        headers: { 'www-authenticate': bearerChallenge({ realm: 'toolgate', error: 'invalid_token', error_description: `${result.reason}; ${STATIC_HINT}`, resource_metadata: resourceMetadata }) },
+        message,
+        headers: { 'www-authenticate': bearerChallenge({ realm: 'toolgate', error: 'invalid_token', error_description: message, resource_metadata: resourceMetadata }) },
       };
     }
-    const missing = result.reason.startsWith('missing');
     return {
       status: result.status,
       message: missing ? `missing bearer token: sign in with OAuth (metadata at ${resourceMetadata}) or send Authorization: Bearer <grant token>` : result.reason,
