@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { chromium, type Browser } from 'playwright-core';
 import { pino } from 'pino';
 import { AuditLog } from '../src/audit/index.js';
@@ -12,6 +13,7 @@ import { Grants } from '../src/gateway/grants.js';
 import { Gateway } from '../src/gateway/server.js';
 import { openMemoryState } from '../src/state/memory.js';
 import type { StateStore } from '../src/state/types.js';
+import { TestOAuthProvider } from './helpers/oauth.js';
 import { denialText, EVERYTHING, ROOT, tempDir, writePolicy } from './helpers/toolgate.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -116,7 +118,7 @@ describe('mcp-remote through the consent page, in Chromium', () => {
     await client.close();
   });
 
-  it('on a gateway with static grants only, mcp-remote starts no OAuth flow: it shows the hint, and works with --header', async () => {
+  it('on a gateway with static grants only, mcp-remote and the SDK start no OAuth flow: they show the hint; mcp-remote works with --header', async () => {
     const staticState = openMemoryState();
     const staticGateway = new Gateway({
       config: GatewayConfigSchema.parse({ listen: '127.0.0.1:0', servers: { everything: { command: process.execPath, args: [EVERYTHING], policy: writePolicy(dir, { version: '1', default: 'allow' }, 'allow.json') } } }),
@@ -142,6 +144,12 @@ describe('mcp-remote through the consent page, in Chromium', () => {
       assert.doesNotMatch(bare.stderr, /Please authorize|register/i, 'no OAuth flow was started');
       assert.match(bare.stderr, /403/);
       await bare.client.close();
+
+      // The SDK's own transport with an OAuth provider: same outcome, no registration, no redirect.
+      const provider = new TestOAuthProvider({ adminToken: 'unused', label: 'unused' });
+      await assert.rejects(new Client({ name: 'sdk', version: '1' }).connect(new StreamableHTTPClientTransport(new URL(url), { authProvider: provider })), (err: Error & { code?: number }) => err.code === 403 && /grant tokens only/.test(err.message));
+      assert.equal(provider.client, undefined, 'no client was registered');
+      assert.equal(provider.lastRedirect, undefined, 'no browser was sent anywhere');
 
       const token = (await new Grants(staticState.grants).create({ server: 'everything', label: 'header-user' })).token;
       const withHeader = await run(['--header', `Authorization:Bearer ${token}`]);
