@@ -148,6 +148,7 @@ describe('the built-in OAuth authorization server', () => {
     const refresh = await fetch(`${base}/oauth/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: provider.saved!.refresh_token!, client_id: provider.client!.client_id, resource: `${base}/mcp/memory` }) });
     assert.equal(refresh.status, 400);
     assert.equal((await refresh.json()).error, 'invalid_target');
+    assert.equal(await auth(provider, { serverUrl: new URL(`${base}/mcp/everything`) }), 'AUTHORIZED', 'a refused refresh does not use the refresh token up');
   });
 
   it('revocation acts on the next request: toolgate grants revoke, and the RFC 7009 endpoint', async () => {

@@ -51,6 +51,9 @@ function redirectUriProblem(uri: string): string | undefined {
 }
 
 const VERIFIER = /^[A-Za-z0-9._~-]{43,128}$/;
+const CONSENT_FIELDS = new Set(['admin_token', 'label', 'tags', 'policy', 'decision']);
+/** The authorization request's own parameters, without the consent form's fields. */
+const requestOnly = (params: Map<string, string>) => new Map([...params].filter(([k]) => !CONSENT_FIELDS.has(k)));
 const newSecret = (prefix: string) => `${prefix}${randomBytes(32).toString('base64url')}`;
 
 /**
@@ -94,7 +97,7 @@ export class BuiltinAuthorizationServer {
           return true;
         case '/oauth/register': return await this.only(req, 'POST', () => this.register(req, res));
         case '/oauth/authorize':
-          if (req.method === 'GET') await this.authorizePage(req, res, singleValued(url.searchParams), issuer);
+          if (req.method === 'GET') await this.authorizePage(res, requestOnly(singleValued(url.searchParams)), issuer);
           else await this.only(req, 'POST', async () => this.decide(req, res, await readForm(req), issuer));
           return true;
         case '/oauth/token': return await this.only(req, 'POST', () => this.token(req, res, issuer));
@@ -143,13 +146,12 @@ export class BuiltinAuthorizationServer {
     sendJson(res, 201, { ...client, grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none' });
   }
 
-  private async client(id: string | undefined): Promise<{ client: Client; approved: boolean } | undefined> {
+  /** A registered client, approved or still waiting for approval. */
+  private async client(id: string | undefined): Promise<Client | undefined> {
     if (!id) return undefined;
     const now = Date.now();
-    const approved = await this.deps.store.get(`client:ok:${id}`, now);
-    if (approved) return { client: JSON.parse(approved) as Client, approved: true };
-    const pending = await this.deps.store.get(`client:pending:${id}`, now);
-    return pending ? { client: JSON.parse(pending) as Client, approved: false } : undefined;
+    const raw = (await this.deps.store.get(`client:ok:${id}`, now)) ?? (await this.deps.store.get(`client:pending:${id}`, now));
+    return raw ? JSON.parse(raw) as Client : undefined;
   }
 
   /**
@@ -158,10 +160,10 @@ export class BuiltinAuthorizationServer {
    * every other problem goes back to the client as an OAuth error.
    */
   private async checkRequest(q: Map<string, string>, issuer: string): Promise<{ client: Client; redirectUri: string; server: string; resource: string } | { back: string }> {
-    const found = await this.client(q.get('client_id'));
-    if (!found) throw new OAuthError(400, 'invalid_client', 'unknown client_id: register the client first (it may have expired unapproved)');
-    const redirectUri = q.get('redirect_uri') ?? (found.client.redirect_uris.length === 1 ? found.client.redirect_uris[0] : '');
-    if (!found.client.redirect_uris.includes(redirectUri)) throw new OAuthError(400, 'invalid_request', 'redirect_uri is not one this client registered');
+    const client = await this.client(q.get('client_id'));
+    if (!client) throw new OAuthError(400, 'invalid_client', 'unknown client_id: register the client first (it may have expired unapproved)');
+    const redirectUri = q.get('redirect_uri') ?? (client.redirect_uris.length === 1 ? client.redirect_uris[0] : '');
+    if (!client.redirect_uris.includes(redirectUri)) throw new OAuthError(400, 'invalid_request', 'redirect_uri is not one this client registered');
     const back = (error: string, description: string) => {
       const to = new URL(redirectUri);
       to.searchParams.set('error', error);
@@ -178,7 +180,7 @@ export class BuiltinAuthorizationServer {
     if (!resource) return back('invalid_target', 'the resource parameter (RFC 8707) must name the MCP server URL');
     const target = this.resourceTarget(resource, issuer);
     if (!target) return back('invalid_target', `${resource} is not a server of this gateway that takes grants`);
-    return { client: found.client, redirectUri, server: target.server, resource: target.resource };
+    return { client, redirectUri, server: target.server, resource: target.resource };
   }
 
   /** The server an RFC 8707 resource indicator names, on this gateway; undefined otherwise. */
@@ -192,7 +194,7 @@ export class BuiltinAuthorizationServer {
     return { server: server!, resource: `${url.origin}${url.pathname.replace(/\/+$/, '')}` };
   }
 
-  private async authorizePage(_req: IncomingMessage, res: ServerResponse, q: Map<string, string>, issuer: string): Promise<void> {
+  private async authorizePage(res: ServerResponse, q: Map<string, string>, issuer: string): Promise<void> {
     const checked = await this.checkRequest(q, issuer);
     if ('back' in checked) return redirect(res, checked.back);
     const name = checked.client.client_name ?? checked.client.client_id;
@@ -201,7 +203,7 @@ export class BuiltinAuthorizationServer {
 
   /** The consent form's answer: a wrong admin token shows the page again; deny and approve go back to the client. */
   private async decide(req: IncomingMessage, res: ServerResponse, form: Map<string, string>, issuer: string): Promise<void> {
-    const request = new Map([...form].filter(([k]) => !['admin_token', 'label', 'tags', 'policy', 'decision'].includes(k)));
+    const request = requestOnly(form);
     const checked = await this.checkRequest(request, issuer);
     if ('back' in checked) return redirect(res, checked.back);
     const { client, redirectUri, server, resource } = checked;
@@ -249,10 +251,10 @@ export class BuiltinAuthorizationServer {
   private async token(req: IncomingMessage, res: ServerResponse, issuer: string): Promise<void> {
     const form = await readForm(req);
     const type = form.get('grant_type');
-    const found = await this.client(form.get('client_id'));
-    if (!found) throw new OAuthError(401, 'invalid_client', 'unknown client_id');
-    if (type === 'authorization_code') return this.exchangeCode(res, form, found.client, issuer);
-    if (type === 'refresh_token') return this.refresh(res, form, found.client, issuer);
+    const client = await this.client(form.get('client_id'));
+    if (!client) throw new OAuthError(401, 'invalid_client', 'unknown client_id');
+    if (type === 'authorization_code') return this.exchangeCode(res, form, client, issuer);
+    if (type === 'refresh_token') return this.refresh(res, form, client, issuer);
     throw new OAuthError(400, 'unsupported_grant_type', 'grant_type is authorization_code or refresh_token');
   }
 
@@ -287,7 +289,7 @@ export class BuiltinAuthorizationServer {
   private async refresh(res: ServerResponse, form: Map<string, string>, client: Client, issuer: string): Promise<void> {
     const now = Date.now();
     const hash = sha256(form.get('refresh_token') ?? '');
-    const raw = await this.deps.store.take(`refresh:${hash}`, now);
+    const raw = await this.deps.store.get(`refresh:${hash}`, now);
     if (!raw) {
       const reused = await this.deps.store.get(`refresh-used:${hash}`, now);
       if (reused) {
@@ -297,10 +299,11 @@ export class BuiltinAuthorizationServer {
       throw new OAuthError(400, 'invalid_grant', 'the refresh token is unknown, used or expired');
     }
     const record = JSON.parse(raw) as RefreshRecord;
-    const refreshTtl = durationToMs(this.settings.refresh_token_ttl);
-    await this.deps.store.put(`refresh-used:${hash}`, record.grantId, now + refreshTtl);
+    // Checked before the token is used up: a client's mistake must not cost it the grant.
     if (record.clientId !== client.client_id) throw new OAuthError(400, 'invalid_grant', 'the refresh token was issued to another client');
     this.checkResource(form, record.resource, issuer);
+    if (!(await this.deps.store.take(`refresh:${hash}`, now))) throw new OAuthError(400, 'invalid_grant', 'the refresh token was just used');
+    await this.deps.store.put(`refresh-used:${hash}`, record.grantId, now + durationToMs(this.settings.refresh_token_ttl));
     const ttl = durationToMs(this.settings.access_token_ttl);
     const token = await this.deps.grants.reissue(record.grantId, ttl, now);
     if (!token) throw new OAuthError(400, 'invalid_grant', 'the grant was revoked');
