@@ -66,10 +66,10 @@ export class McpAuth {
    * only: 403, because every MCP client answers a 401 by starting an OAuth flow that cannot
    * succeed here; a 403 that is not insufficient_scope makes them show our message instead.
    */
-  refusal(req: IncomingMessage, server: string, pathname: string, result: Extract<AuthResult, { ok: false }>): Refusal {
+  refusal(req: IncomingMessage, server: string, pathname: string, result: Extract<AuthResult, { ok: false }>, hadToken: boolean): Refusal {
     if (result.status === 503) return { status: 503, message: result.reason, headers: { 'retry-after': '5' } };
     const resourceMetadata = metadataUrl(this.base(req), pathname.replace(/\/messages\/?$/, ''));
-    const missing = result.reason.startsWith('missing');
+    const missing = !hadToken;
     if (this.mode === 'static') {
       const message = `${missing ? 'missing bearer token' : result.reason}: ${staticHint(server)}`;
       return {

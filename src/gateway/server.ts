@@ -185,7 +185,7 @@ export class Gateway {
     const token = /^Bearer\s+(\S+)$/i.exec(header)?.[1];
     const result = await this.auth.authenticate(token, name);
     if (result.ok) return result.grant;
-    const refusal = this.auth.refusal(req, name, (req.url ?? '/').split('?')[0], result);
+    const refusal = this.auth.refusal(req, name, (req.url ?? '/').split('?')[0], result, !!token);
     if (result.status === 503) throw new HttpError(refusal.status, refusal.message, refusal.headers);
     // A request without a token is how every OAuth client starts; only wrong tokens count as guesses.
     if (token) {
