@@ -61,7 +61,7 @@ describe('mcp-remote through the consent page, in Chromium', () => {
     state = openMemoryState();
     audit = new AuditLog(join(dir, 'audit.db'));
     gateway = new Gateway({
-      config: GatewayConfigSchema.parse({ listen: '127.0.0.1:0', admin: { token: ADMIN }, oauth: { builtin: true }, servers: { everything: { command: process.execPath, args: [EVERYTHING], policy } } }),
+      config: GatewayConfigSchema.parse({ listen: '127.0.0.1:0', admin: { token: ADMIN }, oauth: { builtin: true, access_token_ttl: '3s' }, servers: { everything: { command: process.execPath, args: [EVERYTHING], policy } } }),
       state, audit, log: pino({ level: process.env.TEST_LOG ?? 'silent' }),
     });
     base = `http://127.0.0.1:${(await gateway.start()).port}`;
@@ -102,12 +102,20 @@ describe('mcp-remote through the consent page, in Chromium', () => {
     const tools = (await client.listTools()).tools.map((t) => t.name);
     assert.ok(tools.includes('echo'));
     assert.match(denialText(await client.callTool({ name: 'get-sum', arguments: { a: 1, b: 2 } }))!, /no sums for remote agents/);
-    for (let i = 0; i < 3; i++) assert.ok(!(await client.callTool({ name: 'echo', arguments: { message: `m${i}` } })).isError);
-    assert.match(denialText(await client.callTool({ name: 'echo', arguments: { message: 'over' } }))!, /limit/i);
+    for (let i = 0; i < 2; i++) assert.ok(!(await client.callTool({ name: 'echo', arguments: { message: `m${i}` } })).isError);
 
     const grants = new Grants(state.grants);
-    const grant = (await grants.list()).find((g) => g.label === 'desktop-agent');
-    assert.deepEqual(grant && { server: grant.server, tags: grant.tags }, { server: 'everything', tags: ['remote'] });
+    const grantOf = async () => (await grants.list()).find((g) => g.label === 'desktop-agent')!;
+    const before = await grantOf();
+    assert.deepEqual({ server: before.server, tags: before.tags }, { server: 'everything', tags: ['remote'] });
+    // Refresh: once the 3-second access token has expired, mcp-remote's next call gets a 401,
+    // refreshes (rotation: a new access and refresh token) and goes on, on the same grant.
+    await new Promise((r) => setTimeout(r, Math.max(0, Date.parse(before.expiresAt!) - Date.now()) + 200));
+    assert.ok(!(await client.callTool({ name: 'echo', arguments: { message: 'after expiry' } })).isError);
+    const refreshed = await grantOf();
+    assert.equal(refreshed.id, before.id);
+    assert.ok(Date.parse(refreshed.expiresAt!) > Date.parse(before.expiresAt!), 'the grant carries a new access token');
+    assert.match(denialText(await client.callTool({ name: 'echo', arguments: { message: 'over' } }))!, /limit/i, 'the grant\'s limit of 3 counts across refreshes');
 
     await grants.revoke('desktop-agent');
     const mark = stderr.length;
