@@ -19,7 +19,7 @@ export async function approveOnConsentPage(authorizationUrl: URL, consent: Conse
   const html = await page.text();
   if (page.status !== 200) return { status: page.status, location: page.headers.get('location') ? new URL(page.headers.get('location')!) : undefined, page: html };
   const form = new URLSearchParams();
-  for (const m of html.matchAll(/<input type="hidden" name="([^"]*)" value="([^"]*)">/g)) form.set(unescape(m[1]), unescape(m[2]));
+  for (const m of html.matchAll(/<input type="hidden" name="([^"]*)" value="([^"]*)">/g)) form.set(unescapeHtml(m[1]), unescapeHtml(m[2]));
   form.set('admin_token', consent.adminToken);
   form.set('label', consent.label);
   form.set('tags', consent.tags ?? '');
@@ -31,7 +31,7 @@ export async function approveOnConsentPage(authorizationUrl: URL, consent: Conse
   return { status: res.status, location: location ? new URL(location) : undefined, page: await res.text() };
 }
 
-function unescape(s: string): string {
+function unescapeHtml(s: string): string {
   return s.replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
 }
 
