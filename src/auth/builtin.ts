@@ -1,15 +1,14 @@
-import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isAbsolute, resolve } from 'node:path';
-import { z } from 'zod';
 import type { AuditLog } from '../audit/index.js';
 import { durationToMs, type GatewayConfig, type OAuthConfig } from '../gateway/config.js';
 import type { Grants } from '../gateway/grants.js';
 import type { Logger } from '../log.js';
 import { formatIssue, loadPolicyFile } from '../policy/index.js';
 import type { OAuthStore } from '../state/types.js';
+import { ClientRegistry, newSecret, type Client } from './clients.js';
 import { renderConsent, renderProblem } from './consent.js';
-import { OAuthError, readForm, readJson, redirect, sameSecret, sendJson, sendOAuthError, sha256, singleValued } from './http.js';
+import { OAuthError, readForm, redirect, sameSecret, sendJson, sendOAuthError, sha256, singleValued } from './http.js';
 import { serverOfPath } from './resource.js';
 
 export type BuiltinConfig = Extract<OAuthConfig, { builtin: true }>;
@@ -22,39 +21,16 @@ export interface BuiltinDeps {
   log: Logger;
 }
 
-interface Client { client_id: string; client_name?: string; redirect_uris: string[]; client_id_issued_at: number }
 interface CodeRecord { clientId: string; redirectUri: string; challenge: string; server: string; resource: string; label: string; tags: string[]; policy?: string }
 interface RefreshRecord { clientId: string; grantId: string; server: string; resource: string }
 
-const PENDING_CLIENT_MS = 24 * 3_600_000;
-const APPROVED_CLIENT_MS = 365 * 24 * 3_600_000;
 const CODE_MS = 60_000;
 const SIGN_IN_FAILURES = 10;
-
-const ClientMetadata = z.looseObject({
-  redirect_uris: z.array(z.string().max(2000)).min(1).max(10),
-  client_name: z.string().max(200).optional(),
-  token_endpoint_auth_method: z.string().optional(),
-  grant_types: z.array(z.string()).optional(),
-  response_types: z.array(z.string()).optional(),
-});
-
-/** Loopback http, https, or a private-use scheme of a native app; never a script or a fragment. */
-function redirectUriProblem(uri: string): string | undefined {
-  let url: URL;
-  try { url = new URL(uri); } catch { return `${uri} is not a URL`; }
-  if (url.hash) return `${uri} has a fragment`;
-  if (url.protocol === 'https:') return undefined;
-  if (url.protocol === 'http:') return ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname) ? undefined : `${uri}: plain http is allowed only to a loopback address`;
-  if (['javascript:', 'data:', 'file:', 'vbscript:', 'blob:', 'about:'].includes(url.protocol)) return `${uri}: the scheme ${url.protocol} is refused`;
-  return undefined;
-}
 
 const VERIFIER = /^[A-Za-z0-9._~-]{43,128}$/;
 const CONSENT_FIELDS = new Set(['admin_token', 'label', 'tags', 'policy', 'decision']);
 /** The authorization request's own parameters, without the consent form's fields. */
 const requestOnly = (params: Map<string, string>) => new Map([...params].filter(([k]) => !CONSENT_FIELDS.has(k)));
-const newSecret = (prefix: string) => `${prefix}${randomBytes(32).toString('base64url')}`;
 
 /**
  * The gateway's own OAuth 2.1 authorization server, for teams without an identity provider:
@@ -64,8 +40,11 @@ const newSecret = (prefix: string) => `${prefix}${randomBytes(32).toString('base
  */
 export class BuiltinAuthorizationServer {
   private readonly signInFailures = new Map<string, { count: number; until: number }>();
+  private readonly clients: ClientRegistry;
 
-  constructor(private readonly deps: BuiltinDeps) {}
+  constructor(private readonly deps: BuiltinDeps) {
+    this.clients = new ClientRegistry(deps.store, () => this.settings.max_pending_clients, deps.log);
+  }
 
   private get settings(): BuiltinConfig {
     return this.deps.config().oauth as BuiltinConfig;
@@ -95,7 +74,7 @@ export class BuiltinAuthorizationServer {
         case '/.well-known/oauth-authorization-server':
           sendJson(res, 200, this.metadata(issuer), { 'cache-control': 'max-age=300' });
           return true;
-        case '/oauth/register': return await this.only(req, 'POST', () => this.register(req, res));
+        case '/oauth/register': return await this.only(req, 'POST', () => this.clients.register(req, res));
         case '/oauth/authorize':
           if (req.method === 'GET') await this.authorizePage(res, requestOnly(singleValued(url.searchParams)), issuer);
           else await this.only(req, 'POST', async () => this.decide(req, res, await readForm(req), issuer));
@@ -118,49 +97,13 @@ export class BuiltinAuthorizationServer {
     return true;
   }
 
-  /** RFC 7591, public clients only; unapproved registrations are capped and expire after a day. */
-  private async register(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const parsed = ClientMetadata.safeParse(await readJson(req));
-    if (!parsed.success) throw new OAuthError(400, 'invalid_client_metadata', `redirect_uris (1 to 10 URLs) is required; client_name at most 200 characters`);
-    const meta = parsed.data;
-    for (const uri of meta.redirect_uris) {
-      const problem = redirectUriProblem(uri);
-      if (problem) throw new OAuthError(400, 'invalid_redirect_uri', problem);
-    }
-    if (meta.grant_types?.some((g) => g !== 'authorization_code' && g !== 'refresh_token')) {
-      throw new OAuthError(400, 'invalid_client_metadata', 'only the authorization_code and refresh_token grant types are offered');
-    }
-    const { store } = this.deps;
-    const now = Date.now();
-    if (await store.count('client:pending:', now) >= this.settings.max_pending_clients) {
-      this.deps.log.warn('OAuth client registration refused: too many clients wait for approval');
-      throw new OAuthError(429, 'temporarily_unavailable', `${this.settings.max_pending_clients} registered clients already wait for approval; approve or let them expire (a day) first`);
-    }
-    const client: Client = {
-      client_id: newSecret('tgc_').slice(0, 28),
-      ...(meta.client_name ? { client_name: meta.client_name } : {}),
-      redirect_uris: meta.redirect_uris,
-      client_id_issued_at: Math.floor(now / 1000),
-    };
-    await store.put(`client:pending:${client.client_id}`, JSON.stringify(client), now + PENDING_CLIENT_MS);
-    sendJson(res, 201, { ...client, grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none' });
-  }
-
-  /** A registered client, approved or still waiting for approval. */
-  private async client(id: string | undefined): Promise<Client | undefined> {
-    if (!id) return undefined;
-    const now = Date.now();
-    const raw = (await this.deps.store.get(`client:ok:${id}`, now)) ?? (await this.deps.store.get(`client:pending:${id}`, now));
-    return raw ? JSON.parse(raw) as Client : undefined;
-  }
-
   /**
    * Checks an authorization request. Problems with the client or its redirect URI are shown on
    * the page (sending the browser to an unverified URI would make the gateway an open redirector);
    * every other problem goes back to the client as an OAuth error.
    */
   private async checkRequest(q: Map<string, string>, issuer: string): Promise<{ client: Client; redirectUri: string; server: string; resource: string } | { back: string }> {
-    const client = await this.client(q.get('client_id'));
+    const client = await this.clients.find(q.get('client_id'));
     if (!client) throw new OAuthError(400, 'invalid_client', 'unknown client_id: register the client first (it may have expired unapproved)');
     const redirectUri = q.get('redirect_uri') ?? (client.redirect_uris.length === 1 ? client.redirect_uris[0] : '');
     if (!client.redirect_uris.includes(redirectUri)) throw new OAuthError(400, 'invalid_request', 'redirect_uri is not one this client registered');
@@ -241,8 +184,7 @@ export class BuiltinAuthorizationServer {
     const code = newSecret('tgac_');
     const record: CodeRecord = { clientId: client.client_id, redirectUri, challenge: request.get('code_challenge')!, server, resource, label, tags, ...(policy ? { policy } : {}) };
     await this.deps.store.put(`code:${sha256(code)}`, JSON.stringify(record), now + CODE_MS);
-    await this.deps.store.delete(`client:pending:${client.client_id}`);
-    await this.deps.store.put(`client:ok:${client.client_id}`, JSON.stringify(client), now + APPROVED_CLIENT_MS);
+    await this.clients.approve(client, now);
     this.deps.audit.append({ kind: 'grant', server, grant: label, decision: 'allow', message: `OAuth consent: client ${client.client_id} approved` });
     to.searchParams.set('code', code);
     redirect(res, to.href);
@@ -251,7 +193,7 @@ export class BuiltinAuthorizationServer {
   private async token(req: IncomingMessage, res: ServerResponse, issuer: string): Promise<void> {
     const form = await readForm(req);
     const type = form.get('grant_type');
-    const client = await this.client(form.get('client_id'));
+    const client = await this.clients.find(form.get('client_id'));
     if (!client) throw new OAuthError(401, 'invalid_client', 'unknown client_id');
     if (type === 'authorization_code') return this.exchangeCode(res, form, client, issuer);
     if (type === 'refresh_token') return this.refresh(res, form, client, issuer);
