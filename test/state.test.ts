@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { once } from 'node:events';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { promisify } from 'node:util';
@@ -97,6 +96,34 @@ for (const [name, open] of stores) {
       await s.pins.set('github', { create_issue: 'dd' });
       assert.deepEqual(await s.pins.get('github'), { create_issue: 'dd' });
       assert.deepEqual(await s.pins.get('stripe'), { create_refund: 'cc' });
+      await s.close();
+    });
+
+    it('OAuth records: expire, are taken once, and are counted by prefix', async () => {
+      const s = open();
+      await s.oauth.put('code:a', 'one', NOW + 1000);
+      await s.oauth.put('client:pending:x', '{}', NOW + 1000);
+      await s.oauth.put('client:pending:y', '{}', NOW - 1);
+      await s.oauth.put('client:ok:z', '{}', NOW + 1000);
+      await s.oauth.put('code:b', 'two', NOW + 1000);
+      assert.equal(await s.oauth.get('code:a', NOW), 'one');
+      assert.equal(await s.oauth.get('code:b', NOW + 1000), null, 'expired at its expiry');
+      assert.equal(await s.oauth.take('code:b', NOW + 1000), null, 'an expired code cannot be taken');
+      assert.equal(await s.oauth.count('client:pending:', NOW), 1, 'live keys with the prefix only');
+      const takes = await Promise.all([s.oauth.take('code:a', NOW), s.oauth.take('code:a', NOW)]);
+      assert.deepEqual(takes.sort(), ['one', null].sort(), 'a code is taken once');
+      await s.oauth.delete('client:ok:z');
+      assert.equal(await s.oauth.get('client:ok:z', NOW), null);
+      await s.close();
+    });
+
+    it('a grant rotated with a new expiry keeps its id and takes the expiry', async () => {
+      const s = open();
+      await s.grants.create({ id: 'gr_r', label: 'r', server: 's', tags: [], createdAt: new Date(NOW).toISOString(), expiresAt: new Date(NOW).toISOString() }, 'h1');
+      assert.equal(await s.grants.rotate('gr_r', 'h2', new Date(NOW + 3_600_000).toISOString()), true);
+      assert.equal((await s.grants.byTokenHash('h2'))?.expiresAt, new Date(NOW + 3_600_000).toISOString());
+      assert.equal(await s.grants.rotate('gr_r', 'h3'), true);
+      assert.equal((await s.grants.byTokenHash('h3'))?.expiresAt, new Date(NOW + 3_600_000).toISOString(), 'no expiry given: kept');
       await s.close();
     });
 
@@ -361,7 +388,8 @@ describe('redis state when Redis goes away', () => {
     assert.equal(await s.flags.killedFor('s'), null, 'the last known kill switch still answers');
     assert.equal(await s.flags.killedFor('other'), 'other');
     await own.start();
-    if (s.link.client.status !== 'ready') await once(s.link.client, 'ready');
+    // Not events.once: it would reject on the 'error' events of the reconnection attempts.
+    if (s.link.client.status !== 'ready') await new Promise((resolve) => s.link.client.once('ready', resolve));
     assert.equal(s.health!().status, 'ok');
     assert.equal(await s.counters.reserve([charge('k', 10)], NOW), -1, 'counting again without a restart');
     await s.close();

@@ -67,13 +67,11 @@ export function registerApprovals(program: Command): void {
           shown.add(x.id);
           print(x);
         });
-        const end = () => { stop(); resolve(); };
+        // The store's poll timer does not keep the process alive on its own; this one does, and sweeps.
+        const alive = setInterval(() => { void a.sweep(); }, 5000);
+        const end = () => { stop(); clearInterval(alive); resolve(); };
         process.once('SIGINT', end);
         process.once('SIGTERM', end);
-        // The watcher's timer does not keep the process alive on its own.
-        const alive = setInterval(() => { void a.sweep(); }, 5000);
-        process.once('SIGINT', () => clearInterval(alive));
-        process.once('SIGTERM', () => clearInterval(alive));
       });
     }));
 

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { outcomeMessage, retryMessage, waitingMessage, type Approvals } from '../approvals/index.js';
+import { elicitationDecision, elicitationParams, outcomeMessage, retryMessage, waitingMessage, type Approvals } from '../approvals/index.js';
 import type { AuditDecision, AuditLog, AuditRef } from '../audit/index.js';
+import type { Approval } from '../state/types.js';
 import { skeleton, type CallContext, type Decision, type Engine } from '../engine/index.js';
 import type { PinGuard } from './pins.js';
 import {
@@ -361,25 +362,15 @@ export class PolicySession {
   }
 
   /** Asks the client's user (MCP elicitation) to approve or deny; their answer decides the approval. */
-  private elicit(approval: { id: string; tool: string; args: unknown; reason: string; expiresAt: number }, related: Id): void {
+  private elicit(approval: Approval, related: Id): void {
     const approvals = this.opts.approvals!;
-    const args = JSON.stringify(approval.args, null, 2);
-    const request = this.ownRequest('elicitation/create', {
-      message: `Toolgate is holding a call to "${approval.tool}" for approval ${approval.id}. ${approval.reason}\nArguments (secrets masked):\n${args.length > 4000 ? args.slice(0, 4000) + '…' : args}\nApprove this call?`,
-      requestedSchema: {
-        type: 'object',
-        properties: { decision: { type: 'string', title: 'Decision', description: `Approve or deny the call to ${approval.tool}`, enum: ['approve', 'deny'] } },
-        required: ['decision'],
-      },
-    }, 'client', related, Math.max(1, approval.expiresAt - this.now()));
     const by = `client:${this.clientName ?? 'unknown'}`;
-    request.then((answer) => {
-      const result = isObject(answer.result) ? answer.result : undefined;
-      if (!result) return;
-      const accepted = result.action === 'accept' && isObject(result.content) && result.content.decision === 'approve';
-      const reason = accepted ? undefined : result.action === 'accept' ? 'denied in the client' : `${String(result.action)} in the client`;
-      return approvals.decide(approval.id, accepted, by, 'client', reason);
-    }).catch((err: Error) => this.opts.log.debug({ err: err.message }, 'the elicitation did not decide the approval'));
+    this.ownRequest('elicitation/create', elicitationParams(approval), 'client', related, Math.max(1, approval.expiresAt - this.now()))
+      .then((answer) => {
+        const decision = elicitationDecision(answer);
+        if (decision) return approvals.decide(approval.id, decision.approve, by, 'client', decision.reason);
+      })
+      .catch((err: Error) => this.opts.log.debug({ err: err.message }, 'the elicitation did not decide the approval'));
   }
 
   /**

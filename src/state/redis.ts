@@ -2,6 +2,7 @@ import { Redis } from 'ioredis';
 import { RedisApprovalStore } from './redis-approvals.js';
 import { parseRedisDsn, type RedisDsn } from './redis-dsn.js';
 import { RedisFleet } from './redis-fleet.js';
+import { RedisOAuthStore } from './redis-oauth.js';
 import type { Charge, CounterStore, FlagStore, Grant, GrantStore, KillScope, KillSwitchState, PinStore, StateHealth, StateStore } from './types.js';
 
 /**
@@ -63,10 +64,14 @@ end
 return 0
 `;
 
-/** Grant rotation and revocation: only a live grant changes. KEYS: grants, hashes, revoked, channel. ARGV: id, value, what. */
+/**
+ * Grant rotation and revocation: only a live grant changes. KEYS: grants, hashes, revoked,
+ * channel, new expiries. ARGV: id, value, what, the new expiry on rotation ('' keeps it).
+ */
 const GRANT_UPDATE = `
 if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 or redis.call('HEXISTS', KEYS[3], ARGV[1]) == 1 then return 0 end
 if ARGV[3] == 'revoke' then redis.call('HSET', KEYS[3], ARGV[1], ARGV[2]) else redis.call('HSET', KEYS[2], ARGV[1], ARGV[2]) end
+if ARGV[4] ~= '' then redis.call('HSET', KEYS[5], ARGV[1], ARGV[4]) end
 redis.call('PUBLISH', KEYS[4], 'grants')
 return 1
 `;
@@ -105,7 +110,7 @@ export class RedisLink {
     this.client = new Redis(dsn.url, options) as Redis & Scripts;
     this.client.defineCommand('tgReserve', { lua: RESERVE });
     this.client.defineCommand('tgRelease', { lua: RELEASE });
-    this.client.defineCommand('tgGrantUpdate', { lua: GRANT_UPDATE, numberOfKeys: 4 });
+    this.client.defineCommand('tgGrantUpdate', { lua: GRANT_UPDATE, numberOfKeys: 5 });
     this.channel = `${dsn.prefix}:changes`;
     this.subscriber = new Redis(dsn.url, { ...options, commandTimeout: undefined, enableAutoPipelining: false });
     const note = (err: Error) => { this.lastError = err.message; };
@@ -287,20 +292,21 @@ export class RedisPinStore implements PinStore {
 
 interface GrantIndex { byHash: Map<string, Grant>; all: Grant[] }
 
-/** Grants as three hashes keyed by id: the grant, its token hash, and when it was revoked. */
+/** Grants as hashes keyed by id: the grant, its token hash, when it was revoked, and its expiry as set by a rotation. */
 export class RedisGrantStore implements GrantStore {
-  private readonly keys: [string, string, string];
+  private readonly keys: [string, string, string, string];
   readonly mirror: Mirror<GrantIndex>;
 
   constructor(private readonly link: RedisLink) {
-    this.keys = [link.key('grants'), link.key('grants', 'token'), link.key('grants', 'revoked')];
+    this.keys = [link.key('grants'), link.key('grants', 'token'), link.key('grants', 'revoked'), link.key('grants', 'expiry')];
     this.mirror = new Mirror(async () => {
       await link.subscribed;
-      const [grants, hashes, revoked] = await Promise.all(this.keys.map((k) => link.client.hgetall(k)));
+      const [grants, hashes, revoked, expiry] = await Promise.all(this.keys.map((k) => link.client.hgetall(k)));
       const index: GrantIndex = { byHash: new Map(), all: [] };
       for (const [id, json] of Object.entries(grants)) {
         const grant = JSON.parse(json) as Grant;
         if (Object.hasOwn(revoked, id)) grant.revokedAt = revoked[id];
+        if (Object.hasOwn(expiry, id)) grant.expiresAt = expiry[id];
         index.all.push(grant);
         if (Object.hasOwn(hashes, id)) index.byHash.set(hashes[id], grant);
       }
@@ -329,16 +335,17 @@ export class RedisGrantStore implements GrantStore {
     return (await this.mirror.refresh()).all.map((g) => ({ ...g, tags: [...g.tags] }));
   }
 
-  rotate(id: string, tokenHash: string): Promise<boolean> {
-    return this.update(id, tokenHash, 'rotate');
+  rotate(id: string, tokenHash: string, expiresAt?: string): Promise<boolean> {
+    return this.update(id, tokenHash, 'rotate', expiresAt ?? '');
   }
 
   revoke(id: string, at: string): Promise<boolean> {
-    return this.update(id, at, 'revoke');
+    return this.update(id, at, 'revoke', '');
   }
 
-  private async update(id: string, value: string, what: string): Promise<boolean> {
-    const changed = await this.link.client.tgGrantUpdate(...this.keys, this.link.channel, id, value, what);
+  private async update(id: string, value: string, what: string, expiresAt: string): Promise<boolean> {
+    const [grants, hashes, revoked, expiry] = this.keys;
+    const changed = await this.link.client.tgGrantUpdate(grants, hashes, revoked, this.link.channel, expiry, id, value, what, expiresAt);
     this.mirror.invalidate();
     return changed === 1;
   }
@@ -369,6 +376,7 @@ export function openRedisState(dsn: string): StateStore & { link: RedisLink } {
     pins: new RedisPinStore(link),
     grants,
     approvals,
+    oauth: new RedisOAuthStore(link),
     fleet: new RedisFleet(link),
     health: () => link.health(),
     close: async () => {
