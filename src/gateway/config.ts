@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { z } from 'zod';
 import { pointerOf, type PolicyIssue } from '../policy/check.js';
-import { parseWithSchema, type SchemaResult } from '../policy/load.js';
+import { isJsonFile, parseWithSchema, type SchemaResult } from '../policy/load.js';
 
 /**
  * toolgate.yaml (or the same in JSON). `${VAR}` reads the environment and `${file:PATH}` a file,
@@ -67,8 +67,8 @@ function substitute(value: unknown, at: (string | number)[], base: string, issue
   return value;
 }
 
-export function parseGatewayConfig(text: string, base: string): SchemaResult<GatewayConfig> {
-  const result = parseWithSchema(text, GatewayConfigSchema, { prepare: (raw, issues) => substitute(raw, [], base, issues) });
+export function parseGatewayConfig(text: string, base: string, options: { json?: boolean } = {}): SchemaResult<GatewayConfig> {
+  const result = parseWithSchema(text, GatewayConfigSchema, { json: options.json, prepare: (raw, issues) => substitute(raw, [], base, issues) });
   if (!result.ok) return result;
   const c = result.value;
   const at = (p: string | undefined) => (p === undefined || isAbsolute(p) ? p : resolve(base, p));
@@ -86,7 +86,7 @@ export function loadGatewayConfig(file: string): SchemaResult<GatewayConfig> {
   try { text = readFileSync(file, 'utf8'); } catch (err) {
     return { ok: false, issues: [{ pointer: '', message: `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}` }] };
   }
-  return parseGatewayConfig(text, dirname(resolve(file)));
+  return parseGatewayConfig(text, dirname(resolve(file)), { json: isJsonFile(file) });
 }
 
 export function durationToMs(text: string): number {
