@@ -1,5 +1,5 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -13,8 +13,18 @@ export const FILESYSTEM = join(ROOT, 'node_modules/@modelcontextprotocol/server-
 export const MEMORY = join(ROOT, 'node_modules/@modelcontextprotocol/server-memory/dist/index.js');
 export const LENIENT = join(FIXTURES, 'lenient-server.mjs');
 
+const created: string[] = [];
+// node --test runs each file in its own process: its temporary directories go when it exits,
+// whatever the test that made them did (a dir is often shared by several tests of a suite).
+process.once('exit', () => {
+  for (const dir of created) rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
+});
+
+/** A fresh directory under os.tmpdir(), removed when the test process exits. */
 export function tempDir(prefix = 'toolgate-test-'): string {
-  return mkdtempSync(join(tmpdir(), prefix));
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  created.push(dir);
+  return dir;
 }
 
 export function writePolicy(dir: string, policy: unknown, name = 'policy.json'): string {
