@@ -9,7 +9,7 @@ import { closeDatabase, openDatabase } from '../state/sqlite.js';
 import { ChainWriter, GENESIS, outcomeHash, rowHash, type Batch, type JournalEntry, type Outcome } from './chain.js';
 
 export type AuditDecision = 'allow' | 'deny' | 'shadow_deny' | 'approved' | 'rejected' | 'timeout' | 'error';
-export type AuditKind = 'call' | 'policy_reload' | 'kill_switch' | 'start' | 'auth' | 'grant';
+export type AuditKind = 'call' | 'policy_reload' | 'kill_switch' | 'start' | 'stop' | 'auth' | 'grant';
 
 export interface AuditEvent {
   kind: AuditKind;

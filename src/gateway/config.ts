@@ -12,6 +12,8 @@ import { isJsonFile, parseWithSchema, type SchemaResult } from '../policy/load.j
 const ServerBase = {
   policy: z.string().optional().describe('policy file; without it, the recommended policy for the server\'s tools'),
   auth: z.enum(['grants', 'none']).default('grants').describe('none: no credentials (local use, loopback only)'),
+  audit_args: z.boolean().default(false).describe('store argument values (secrets masked) in the audit log, for replay'),
+  fail_open: z.boolean().default(false).describe('allow limited calls when the state store fails (default: deny them)'),
 };
 
 export const ServerSchema = z.union([

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { constants } from 'node:os';
-import { basename } from 'node:path';
+import { basename, resolve } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { AuditLog } from '../audit/index.js';
 import { CompiledPolicy, Engine } from '../engine/index.js';
@@ -29,6 +29,8 @@ export interface RunOptions {
   shadow?: boolean;
   failOpen?: boolean;
   serverName?: string;
+  /** Each line of the server's stderr as a log entry (`run --json`), instead of passing it through raw. */
+  logStderr?: boolean;
   log: Logger;
   stdin?: Readable;
   stdout?: Writable;
@@ -70,6 +72,7 @@ export async function runProxy(opts: RunOptions): Promise<number> {
   const audit = new AuditLog(opts.auditFile, { onError: (message) => log.error(message) });
   const engine = new Engine({ policy, counters: state.counters, flags: state.flags, failOpen: opts.failOpen, shadow: opts.shadow });
   const serverName = opts.serverName ?? deriveServerName(opts.upstream);
+  const sessionId = randomUUID();
   const stdin = opts.stdin ?? process.stdin;
   const stdout = opts.stdout ?? process.stdout;
 
@@ -78,7 +81,8 @@ export async function runProxy(opts: RunOptions): Promise<number> {
   // An HTTP upstream has no exit code: 0 when the client hung up, 1 when the server went away.
   let httpDone: (code: number) => void = () => {};
   if ('command' in opts.upstream) {
-    const child = new StdioUpstream({ command: opts.upstream.command, args: opts.upstream.args, env: process.env, log });
+    const stderr = opts.logStderr ? log.child({ server: serverName, session: sessionId }) : 'inherit';
+    const child = new StdioUpstream({ command: opts.upstream.command, args: opts.upstream.args, env: process.env, log, stderr });
     upstream = child;
     exited = child.exited.then(({ code, signal }) => (signal ? 128 + (constants.signals[signal] ?? 0) : code ?? 0));
   } else {
@@ -92,7 +96,7 @@ export async function runProxy(opts: RunOptions): Promise<number> {
     pins: new PinGuard(state.pins, serverName, log),
     onToolsListed: opts.policyFile ? undefined : recommendedPolicyFeed(engine, serverName, () => session, log),
     auditArgs: opts.auditArgs,
-    identity: { sessionId: randomUUID(), serverName, grant: { label: opts.grant, tags: [] } },
+    identity: { sessionId, serverName, grant: { label: opts.grant, tags: [] } },
     log,
     toClient: (m, raw) => { stdout.write((raw ?? JSON.stringify(m)) + '\n'); },
     toServer: (m: Json) => { upstream.send(m).catch((err: Error) => session.deliveryFailed(m, err.message)); },
@@ -107,7 +111,7 @@ export async function runProxy(opts: RunOptions): Promise<number> {
 
   const mode = engine.shadow ? 'shadow' : 'enforce';
   if (opts.policyFile) log.info({ server: serverName, policy: opts.policyFile, policyHash: policy.hash, mode, grant: opts.grant }, 'toolgate run: policy loaded');
-  audit.append({ kind: 'start', server: serverName, grant: opts.grant, policyHash: policy.hash, message: `run (${mode}${opts.policyFile ? '' : ', recommended policy'})` });
+  audit.append({ kind: 'start', server: serverName, grant: opts.grant, policyHash: policy.hash, message: `run (${mode}, ${opts.policyFile ? `policy ${resolve(opts.policyFile)}` : 'recommended policy'})` });
 
   const policyFile = opts.policyFile;
   const stopWatching = !policyFile ? () => {} : watchPolicyFile(policyFile, (result) => {
@@ -141,6 +145,7 @@ export async function runProxy(opts: RunOptions): Promise<number> {
   stopWatching();
   stdin.pause();
   await state.close();
+  audit.append({ kind: 'stop', server: serverName, grant: opts.grant, message: `run exited (${code})` });
   audit.close();
   return code;
 }
