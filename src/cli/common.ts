@@ -1,6 +1,9 @@
 import { existsSync } from 'node:fs';
+import type { Command } from 'commander';
 import { join, resolve } from 'node:path';
 import { AuditLog } from '../audit/index.js';
+import { loadGatewayConfig, type ConfigResult } from '../gateway/config.js';
+import { formatIssue } from '../policy/index.js';
 import { defaultStateDsn, openState, StateError, toolgateHome, type StateStore } from '../state/index.js';
 
 /** An error the user can act on: one line, no stack, and the exit code to leave with. */
@@ -11,16 +14,44 @@ export class CliError extends Error {
 }
 
 export interface StateFlags {
+  /** A gateway configuration whose state and audit log to use. */
+  config?: string;
   state?: string;
   audit?: string;
 }
 
+/**
+ * `-c FILE`, `--state DSN`, `--audit FILE`: every command that works on state takes the same
+ * three. An explicit --state or --audit wins over the configuration's.
+ */
+export function stateOptions(cmd: Command): Command {
+  return cmd
+    .option('-c, --config <file>', "a gateway configuration (toolgate.yaml) whose state and audit log to use")
+    .option('--state <dsn>', 'state store: sqlite:PATH or memory: (default: sqlite under TOOLGATE_HOME)')
+    .option('--audit <file>', 'audit log SQLite file (default: TOOLGATE_HOME/audit.db)');
+}
+
+const configs = new Map<string, ConfigResult & { ok: true }>();
+
+/** The configuration -c names, loaded as state commands need it (no admin token); one line if invalid. */
+export function stateConfig(flags: StateFlags): (ConfigResult & { ok: true }) | undefined {
+  if (!flags.config) return undefined;
+  const file = resolve(flags.config);
+  let loaded = configs.get(file);
+  if (!loaded) {
+    const result = loadGatewayConfig(flags.config, { forState: true });
+    if (!result.ok) throw new CliError(`invalid configuration ${formatIssue(flags.config, result.issues[0])}`);
+    configs.set(file, (loaded = result));
+  }
+  return loaded;
+}
+
 export function stateDsn(flags: StateFlags): string {
-  return flags.state ?? process.env.TOOLGATE_STATE ?? defaultStateDsn();
+  return flags.state ?? stateConfig(flags)?.value.state ?? process.env.TOOLGATE_STATE ?? defaultStateDsn();
 }
 
 export function auditFile(flags: StateFlags): string {
-  return resolve(flags.audit ?? process.env.TOOLGATE_AUDIT ?? join(toolgateHome(), 'audit.db'));
+  return resolve(flags.audit ?? stateConfig(flags)?.value.audit ?? process.env.TOOLGATE_AUDIT ?? join(toolgateHome(), 'audit.db'));
 }
 
 /** Opens a state store; a DSN it cannot open is a one-line usage error. */
@@ -36,7 +67,7 @@ export function openStateOrFail(dsn: string): StateStore {
 /** The audit log for reading; it must exist already. */
 export function openAudit(flags: StateFlags): AuditLog {
   const file = auditFile(flags);
-  if (!existsSync(file)) throw new CliError(`no audit log at ${file}: run toolgate first, or point --audit at the file`);
+  if (!existsSync(file)) throw new CliError(`no audit log at ${file}: run toolgate first, or point -c or --audit at the gateway's`);
   return new AuditLog(file);
 }
 

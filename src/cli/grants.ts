@@ -1,24 +1,14 @@
 import type { Command } from 'commander';
 import { AuditLog } from '../audit/index.js';
-import { loadGatewayConfig } from '../gateway/config.js';
 import { Grants } from '../gateway/grants.js';
-import { formatIssue } from '../policy/index.js';
 import type { StateStore } from '../state/index.js';
-import { auditFile, CliError, openStateOrFail, parseSince, printJson, stateDsn } from './common.js';
+import { auditFile, CliError, openStateOrFail, parseSince, printJson, stateDsn, stateOptions, type StateFlags } from './common.js';
 
-interface GrantFlags { config?: string; state?: string; audit?: string; json?: boolean }
+interface GrantFlags extends StateFlags { json?: boolean }
 
-/** The state store a command works on: the config's, --state, or TOOLGATE_HOME's. */
+/** The state store a command works on: --state, the config's, or TOOLGATE_HOME's. */
 function stores(flags: GrantFlags): { state: StateStore; audit: AuditLog } {
-  let dsn = flags.state;
-  let audit = flags.audit;
-  if (flags.config) {
-    const loaded = loadGatewayConfig(flags.config);
-    if (!loaded.ok) throw new CliError(`invalid configuration ${formatIssue(flags.config, loaded.issues[0])}`);
-    dsn ??= loaded.value.state;
-    audit ??= loaded.value.audit;
-  }
-  return { state: openStateOrFail(stateDsn({ state: dsn })), audit: new AuditLog(auditFile({ audit })) };
+  return { state: openStateOrFail(stateDsn(flags)), audit: new AuditLog(auditFile(flags)) };
 }
 
 async function withGrants<T>(flags: GrantFlags, fn: (g: Grants, audit: AuditLog) => Promise<T>): Promise<T> {
@@ -34,11 +24,7 @@ async function withGrants<T>(flags: GrantFlags, fn: (g: Grants, audit: AuditLog)
   }
 }
 
-const common = (cmd: Command) => cmd
-  .option('-c, --config <file>', 'toolgate.yaml whose state to use')
-  .option('--state <dsn>', 'state store (default: sqlite under TOOLGATE_HOME)')
-  .option('--audit <file>', 'audit log file')
-  .option('--json', 'print JSON only');
+const common = (cmd: Command) => stateOptions(cmd).option('--json', 'print JSON only');
 
 export function registerGrants(program: Command): void {
   const grants = program.command('grants').description('credentials for the gateway: create, list, rotate, revoke');

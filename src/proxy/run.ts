@@ -121,7 +121,7 @@ export async function runProxy(opts: RunOptions): Promise<number> {
     }
     if (result.hash === engine.current.hash) return;
     engine.setPolicy(new CompiledPolicy(result.policy, result.hash));
-    audit.append({ kind: 'policy_reload', server: serverName, policyHash: result.hash, message: policyFile });
+    audit.append({ kind: 'policy_reload', server: serverName, policyHash: result.hash, message: resolve(policyFile) });
     log.info({ policyHash: result.hash }, 'policy reloaded');
   });
 
