@@ -1,7 +1,8 @@
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { execFile, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 
@@ -36,6 +37,17 @@ export function writePolicy(dir: string, policy: unknown, name = 'policy.json'):
 /** The environment toolgate runs with in tests: its own home, quiet logs unless asked. */
 export function testEnv(home: string, extra: Record<string, string> = {}): Record<string, string> {
   return { ...(process.env as Record<string, string>), TOOLGATE_HOME: home, TOOLGATE_LOG_LEVEL: process.env.TOOLGATE_LOG_LEVEL ?? 'warn', ...extra };
+}
+
+/** Runs the built CLI to its end: the exit code and both streams, whatever the code. */
+export async function cli(args: string[], env: Record<string, string>, cwd = ROOT): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, [BIN, ...args], { env, cwd });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
 }
 
 export interface Connected {
