@@ -42,7 +42,7 @@ export function demoConfig(listen?: string): GatewayConfig {
 }
 
 /** Where each server is, in both URL forms of each transport. */
-export function serverUrls(base: string, name: string): { mcp: string[]; sse: string[] } {
+function serverUrls(base: string, name: string): { mcp: string[]; sse: string[] } {
   const n = encodeURIComponent(name);
   return { mcp: [`${base}/${n}/mcp`, `${base}/mcp/${n}`], sse: [`${base}/${n}/sse`, `${base}/sse/${n}`] };
 }
