@@ -109,13 +109,20 @@ export class RawSession {
     this.child.stdin.write((typeof line === 'string' ? line : JSON.stringify(line)) + '\n');
   }
 
-  /** Waits for a message matching `pred` (default: a response with this id). */
-  async waitFor(pred: (m: any) => boolean, timeoutMs = 10_000): Promise<any> {
+  /**
+   * Waits for a message matching `pred` (default: a response with this id). The limit only tells a
+   * hang from a slow machine (a loaded CI box takes seconds to start a server); on a hang the
+   * child is ended, so the test file can finish.
+   */
+  async waitFor(pred: (m: any) => boolean, timeoutMs = 90_000): Promise<any> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const found = this.lines.find(pred);
       if (found) return found;
-      if (Date.now() > deadline) throw new Error(`timed out; got ${JSON.stringify(this.lines)}; stderr: ${this.stderr}`);
+      if (Date.now() > deadline) {
+        this.child.kill('SIGKILL');
+        throw new Error(`no answer in ${timeoutMs / 1000} s; got ${JSON.stringify(this.lines)}; stderr: ${this.stderr}`);
+      }
       await new Promise<void>((r) => { this.waiters.push(r); setTimeout(r, 50); });
     }
   }
