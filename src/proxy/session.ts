@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { AuditDecision, AuditLog, AuditRef } from '../audit/index.js';
-import { skeleton, type CallContext, type Decision, type Engine } from '../engine/index.js';
+import { malformedName, skeleton, type CallContext, type Decision, type Engine } from '../engine/index.js';
 import type { PinGuard } from './pins.js';
 import {
   badMethod, denialResult, depthExceeds, errorResponse, idKey, isObject, isValidId,
@@ -54,6 +54,7 @@ function progressTokenOf(params: unknown): unknown {
   return isObject(params) && isObject(params._meta) ? params._meta.progressToken : undefined;
 }
 
+const MALFORMED_NAME_RULE = '(tool-name)';
 const APPROVAL_UNAVAILABLE = 'Approvals are not available in this toolgate yet, so the call was not forwarded.';
 
 /**
@@ -235,6 +236,14 @@ export class PolicySession {
       return;
     }
     const ctx = this.context(params.name, args);
+    const malformed = malformedName(params.name);
+    if (malformed) {
+      // A denial the agent can read, like any other: the name is never judged, so never forwarded.
+      const text = `This call was not forwarded: ${malformed}.`;
+      this.record(ctx, 'deny', MALFORMED_NAME_RULE, text);
+      this.opts.toClient(denialResult(id, text, MALFORMED_NAME_RULE, null));
+      return;
+    }
     // Reserve the id before awaiting the decision, so a second request with this id is refused.
     const pending: Pending = { method: 'tools/call', started: ctx.now, id, tool: params.name, progressToken: progressTokenOf(params) };
     this.pending.set(key, pending);
