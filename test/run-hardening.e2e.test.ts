@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { AuditLog } from '../src/audit/index.js';
@@ -106,3 +108,121 @@ describe('hardening: names, case and numbers against a lenient Python server', (
     assert.deepEqual(ran().filter((r) => r.ran === 'charge').map((r) => r.charged), [500]);
   });
 });
+
+describe('hardening: a call written upstream keeps its reservation', () => {
+  const LIMITED = { version: '1', default: 'allow', tools: { crash: { limits: [{ counter: 'crash', window: 'day', max: 3, scope: 'server' }] } } };
+
+  it('4. an upstream that crashes after receiving the call does not hand the limit back (stdio)', async () => {
+    const dir = tempDir();
+    const answers: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      const raw = startRun(dir, LIMITED);
+      await raw.initialize();
+      const r = await raw.request('x', 'tools/call', { name: 'crash', arguments: {} });
+      answers.push(denial(r) ? 'denied' : r.error?.message ?? 'result');
+      await raw.close();
+    }
+    assert.equal(ranLog(join(dir, 'ran.log')).filter((r) => r.ran === 'crash').length, 3);
+    assert.deepEqual(answers.slice(3), ['denied', 'denied', 'denied']);
+    for (const a of answers.slice(0, 3)) assert.match(a, /unavailable.*may have run/);
+    const audit = new AuditLog(join(dir, 'audit.db'));
+    assert.deepEqual(audit.query({ tool: 'crash', decision: 'allow' }).map((r) => r.outcome), ['unanswered', 'unanswered', 'unanswered']);
+    audit.close();
+  });
+
+
+  /** A Streamable HTTP server that drops the connection of every tools/call it receives (a crash after receipt). */
+  async function droppingServer(received: string[]): Promise<Server> {
+    const server = createServer((req, res) => {
+      if (req.method !== 'POST') { res.writeHead(req.method === 'DELETE' ? 200 : 405).end(); return; }
+      let body = '';
+      req.on('data', (d) => { body += d; });
+      req.on('end', () => {
+        const m = JSON.parse(body);
+        if (m.id === undefined) { res.writeHead(202).end(); return; }
+        if (m.method === 'tools/call') { received.push(m.params.name); req.socket.destroy(); return; }
+        const result = m.method === 'initialize' ? { protocolVersion: m.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'dropper', version: '1' } } : {};
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: m.id, result }));
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    return server;
+  }
+
+  it('4. an HTTP upstream that drops the connection after receiving the call does not hand the limit back', async () => {
+    const received: string[] = [];
+    const server = await droppingServer(received);
+    const dir = tempDir();
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
+    const raw = new RawSession(['-p', writePolicy(dir, { ...LIMITED, tools: { crash: { limits: [{ counter: 'crash', window: 'day', max: 1 }] } } }), '--upstream', url], testEnv(dir));
+    try {
+      await raw.initialize();
+      const first = await raw.request('d1', 'tools/call', { name: 'crash', arguments: {} });
+      assert.match(first.error?.message, /may have run/);
+      const second = await raw.request('d2', 'tools/call', { name: 'crash', arguments: {} });
+      assert.match(second.result?.content[0].text, /Limit reached/);
+      assert.deepEqual(received, ['crash']);
+    } finally {
+      await raw.close();
+      server.close();
+    }
+  });
+
+  it('4. a call that never reached the upstream (connection refused) gives its reservation back', async () => {
+    const server = await droppingServer([]);
+    const port = (server.address() as AddressInfo).port;
+    await new Promise((r) => server.close(r));
+    const dir = tempDir();
+    const raw = new RawSession(['-p', writePolicy(dir, { ...LIMITED, tools: { crash: { limits: [{ counter: 'crash', window: 'day', max: 1 }] } } }), '--upstream', `http://127.0.0.1:${port}/mcp`], testEnv(dir));
+    for (const id of ['r1', 'r2', 'r3']) {
+      const r = await raw.request(id, 'tools/call', { name: 'crash', arguments: {} });
+      assert.match(r.error?.message, /could not be reached/, `${id}: the earlier calls were given back, so no limit denial`);
+      assert.doesNotMatch(r.error.message, /may have run/);
+    }
+    await raw.close();
+  });
+});
+
+describe('hardening: call_timeout', () => {
+  it('8. a call the upstream never answers is cancelled upstream and answered with a timeout error; it counts', async () => {
+    const dir = tempDir();
+    const raw = startRun(dir, { version: '1', default: 'allow', tools: { hang: { limits: [{ counter: 'hang', window: 'day', max: 1 }] } } }, ['--call-timeout', '1s']);
+    await raw.initialize();
+    const r = await raw.request('h1', 'tools/call', { name: 'hang', arguments: {} });
+    assert.equal(r.error?.code, -32001);
+    assert.match(r.error.message, /timed out/);
+    await until(() => ranLog(join(dir, 'ran.log')).some((e: any) => e.cancelled === 'h1'));
+    assert.equal(ranLog(join(dir, 'ran.log')).filter((e) => e.ran === 'hang').length, 1);
+    const again = await raw.request('h2', 'tools/call', { name: 'hang', arguments: {} });
+    assert.match(again.result.content[0].text, /Limit reached/, 'a timed-out call was written upstream, so it counts');
+    assert.deepEqual((await raw.request('alive', 'ping')).result, {});
+    await raw.close();
+    const audit = new AuditLog(join(dir, 'audit.db'));
+    assert.deepEqual(audit.query({ tool: 'hang', decision: 'allow' }).map((row) => row.outcome), ['timeout']);
+    audit.close();
+  });
+
+  it('8. progress from the server for the call starts the wait again', async () => {
+    const dir = tempDir();
+    const raw = startRun(dir, { version: '1', default: 'allow' }, ['--call-timeout', '2s']);
+    await raw.initialize();
+    // 10 progress notifications 300 ms apart: 3 s in all, longer than the timeout, never 2 s of silence.
+    const r = await raw.request('t1', 'tools/call', { name: 'ticker', arguments: { count: 10, every_ms: 300 }, _meta: { progressToken: 'p1' } });
+    assert.equal(r.result?.content[0].text, 'ticker done', JSON.stringify(r));
+    assert.equal(raw.lines.filter((m: any) => m.method === 'notifications/progress').length, 10);
+    await raw.close();
+  });
+
+  it('8. --call-timeout refuses what is not a positive duration', async () => {
+    for (const bad of ['0s', '-1s', 'soon', '5']) {
+      const raw = new RawSession(['--call-timeout', bad, '--', 'python3', LENIENT_PY], testEnv(tempDir()));
+      assert.equal(await raw.exited, 2);
+      assert.match(raw.stderr, /--call-timeout takes a positive duration/);
+    }
+  });
+});
+
+async function until(pred: () => boolean): Promise<void> {
+  for (let i = 0; i < 200 && !pred(); i++) await new Promise((r) => setTimeout(r, 50));
+  assert.ok(pred(), 'condition never held');
+}

@@ -12,6 +12,8 @@ import { parseWithSchema, type SchemaResult } from '../policy/load.js';
 const ServerBase = {
   policy: z.string().optional().describe('policy file; without it, the recommended policy for the server\'s tools'),
   auth: z.enum(['grants', 'none']).default('grants').describe('none: no credentials (local use, loopback only)'),
+  call_timeout: z.string().regex(/^0*[1-9]\d*(s|m|h)$/, 'a positive duration such as 30s, 5m or 1h').default('5m')
+    .describe('how long a forwarded tools/call may wait for its answer; progress from the server starts the wait again'),
 };
 
 export const ServerSchema = z.union([

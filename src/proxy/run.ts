@@ -29,6 +29,8 @@ export interface RunOptions {
   shadow?: boolean;
   failOpen?: boolean;
   serverName?: string;
+  /** How long a forwarded tools/call may wait for its answer (default 5 minutes). */
+  callTimeoutMs?: number;
   log: Logger;
   stdin?: Readable;
   stdout?: Writable;
@@ -92,10 +94,11 @@ export async function runProxy(opts: RunOptions): Promise<number> {
     pins: new PinGuard(state.pins, serverName, log),
     onToolsListed: opts.policyFile ? undefined : recommendedPolicyFeed(engine, serverName, () => session, log),
     auditArgs: opts.auditArgs,
+    callTimeoutMs: opts.callTimeoutMs,
     identity: { sessionId: randomUUID(), serverName, grant: { label: opts.grant, tags: [] } },
     log,
     toClient: (m, raw) => { stdout.write((raw ?? JSON.stringify(m)) + '\n'); },
-    toServer: (m: Json) => { upstream.send(m).catch((err: Error) => session.deliveryFailed(m, err.message)); },
+    toServer: (m: Json) => { upstream.send(m).catch((err: Error) => session.deliveryFailed(m, err)); },
   });
   upstream.onmessage = (m, raw) => session.fromServer(m, raw);
   const previousOnClose = upstream.onclose;
