@@ -216,7 +216,7 @@ export class PolicySession {
     };
   }
 
-  private record(ctx: CallContext, decision: AuditDecision, rule: string, message?: string): AuditRef | undefined {
+  private record(ctx: CallContext, decision: AuditDecision, rule: string, message?: string, forwarded = false): AuditRef | undefined {
     const { audit, identity, auditArgs, engine } = this.opts;
     if (!audit) return undefined;
     return audit.append({
@@ -232,6 +232,7 @@ export class PolicySession {
       args: ctx.args,
       storeArgValues: auditArgs,
       policyHash: engine.current.hash,
+      awaitsOutcome: forwarded,
     });
   }
 
@@ -293,7 +294,7 @@ export class PolicySession {
     }
     const shadowDeny = decision.verdict !== 'allow';
     pending.decision = decision;
-    pending.audit = this.record(ctx, shadowDeny ? 'shadow_deny' : 'allow', decision.rule, decision.message);
+    pending.audit = this.record(ctx, shadowDeny ? 'shadow_deny' : 'allow', decision.rule, decision.message, true);
     this.opts.toServer(message);
     // The wait starts when the call is written upstream (a call held for approval is not waiting on the server).
     const timeoutMs = this.opts.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
