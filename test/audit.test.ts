@@ -180,7 +180,7 @@ describe('audit hardening (issue 9)', () => {
     const file = join(tempDir(), 'audit.db');
     await killedChild(file, "log.flush(); log.append({ kind: 'call', tool: 'orphan', decision: 'allow' });");
     const before = new Database(file, { readonly: true });
-    assert.equal(before.prepare('SELECT count(*) AS n FROM audit').get().n, 0);
+    assert.deepEqual(before.prepare('SELECT count(*) AS n FROM audit').get(), { n: 0 });
     before.close();
     // Another toolgate, on another database, for an unrelated command.
     const r = spawnSync(process.execPath, [new URL('../bin/toolgate.js', import.meta.url).pathname, 'policy', 'validate', '--help'], { env: { ...process.env, TOOLGATE_HOME: tempDir() } });
