@@ -4,7 +4,13 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { pino } from 'pino';
 import { AuditLog } from '../src/audit/index.js';
+import { GatewayConfigSchema } from '../src/gateway/config.js';
+import { Gateway } from '../src/gateway/server.js';
+import { openSqliteState } from '../src/state/sqlite.js';
 import { FIXTURES, RawSession, tempDir, testEnv, writePolicy } from './helpers/toolgate.js';
 
 /**
@@ -218,6 +224,36 @@ describe('hardening: call_timeout', () => {
       const raw = new RawSession(['--call-timeout', bad, '--', 'python3', LENIENT_PY], testEnv(tempDir()));
       assert.equal(await raw.exited, 2);
       assert.match(raw.stderr, /--call-timeout takes a positive duration/);
+    }
+  });
+});
+
+describe('hardening: call_timeout in the gateway', () => {
+  it('8. a server\'s call_timeout (default 5m) applies to its sessions', async () => {
+    assert.equal(GatewayConfigSchema.parse({ servers: { a: { command: 'x' } } }).servers.a.call_timeout, '5m');
+    for (const bad of ['0s', '0m', '-1s', '5', 'soon']) {
+      assert.equal(GatewayConfigSchema.safeParse({ servers: { a: { command: 'x', call_timeout: bad } } }).success, false, bad);
+    }
+    const dir = tempDir();
+    const config = GatewayConfigSchema.parse({
+      listen: '127.0.0.1:0',
+      servers: { py: { command: 'python3', args: [LENIENT_PY], auth: 'none', call_timeout: '1s', env: { LENIENT_LOG: join(dir, 'ran.log') }, policy: writePolicy(dir, { version: '1', default: 'allow' }) } },
+    });
+    const state = openSqliteState(join(dir, 'state.db'));
+    const audit = new AuditLog(join(dir, 'audit.db'));
+    const gateway = new Gateway({ config, state, audit, log: pino({ level: 'silent' }) });
+    const { port } = await gateway.start();
+    const client = new Client({ name: 'timeout-test', version: '1' });
+    try {
+      await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/mcp/py`)));
+      await assert.rejects(client.callTool({ name: 'hang', arguments: {} }), (err: Error & { code?: number }) => err.code === -32001 && /timed out/.test(err.message));
+      await until(() => ranLog(join(dir, 'ran.log')).some((e: any) => e.cancelled !== undefined));
+      assert.equal(((await client.callTool({ name: 'echo', arguments: {} })).content as any)[0].text, 'echo ran', 'the session carries on');
+    } finally {
+      await client.close();
+      await gateway.stop();
+      audit.close();
+      await state.close();
     }
   });
 });
