@@ -63,7 +63,7 @@ function progressTokenOf(params: unknown): unknown {
   return isObject(params) && isObject(params._meta) ? params._meta.progressToken : undefined;
 }
 
-export const DEFAULT_CALL_TIMEOUT_MS = 5 * 60_000;
+const DEFAULT_CALL_TIMEOUT_MS = 5 * 60_000;
 /** The SDK's RequestTimeout code. */
 const REQUEST_TIMEOUT = -32001;
 const UNANSWERED = '. The call had been sent, so it may have run: it counts against its limits.';
@@ -384,7 +384,7 @@ export class PolicySession {
   }
 
   /**
-   * Removes hidden tools (under their own name and their skeleton) and, when pins block, tools
+   * Removes hidden tools (whatever their case or look-alike spelling) and, when pins block, tools
    * whose definitions changed; remembers the rest for look-alike checks.
    */
   private filterTools(tools: unknown[]): unknown[] {
@@ -394,7 +394,7 @@ export class PolicySession {
     return tools.filter((tool) => {
       if (!isObject(tool) || typeof tool.name !== 'string') return true;
       const name = tool.name;
-      if (policy.isHidden(name) || policy.isHidden(skeleton(name))) return false;
+      if (policy.isHidden(name)) return false;
       if (blockChanged && changed.has(name)) return false;
       const sk = skeleton(name);
       const names = this.knownTools.get(sk) ?? [];
