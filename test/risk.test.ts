@@ -325,6 +325,10 @@ describe('pins: rug-pull defence', () => {
     assert.equal(call.result._meta['dev.toolgate/decision'].rule, '(pin)');
     const fresh = await raw.request('c2', 'tools/call', { name: 'exfiltrate', arguments: {} });
     assert.equal(fresh.result._meta['dev.toolgate/decision'].rule, '(pin)');
+    for (const name of ['constructor', '__proto__', 'toString', 'hasOwnProperty']) {
+      const r = await raw.request(`proto-${name}`, 'tools/call', { name, arguments: {} });
+      assert.equal(r.result._meta['dev.toolgate/decision'].rule, '(pin)', `${name} was never pinned`);
+    }
 
     const refused = await new Promise<{ code: number; stdout: string }>((resolve) => execFile(process.execPath, [BIN, 'pin', ...serverCmd], { env: testEnv(home, { LENIENT_VARIANT: 'rugpull' }) }, (err, stdout) => resolve({ code: err ? 1 : 0, stdout })));
     assert.equal(refused.code, 1);

@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { accessSync, closeSync, constants, mkdirSync, openSync, readdirSync, readFileSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, openSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
-import { sha256 } from '../policy/load.js';
 import { closeDatabase, openDatabase } from '../state/sqlite.js';
 import { ChainWriter, GENESIS, outcomeHash, rowHash, type Batch, type JournalEntry, type Outcome } from './chain.js';
+import { alive, collectJournals, JOURNAL_MAX_BYTES, journalDirs, journalHeader, journalPrefix, outcomeLine } from './journal.js';
 
 export type AuditDecision = 'allow' | 'deny' | 'shadow_deny' | 'approved' | 'rejected' | 'timeout' | 'error';
 export type AuditKind = 'call' | 'policy_reload' | 'kill_switch' | 'start' | 'stop' | 'auth' | 'grant';
@@ -28,6 +28,8 @@ export interface AuditEvent {
   args?: Record<string, unknown>;
   storeArgValues?: boolean;
   policyHash?: string;
+  /** The call is forwarded: its outcome follows with `finish`. */
+  awaitsOutcome?: boolean;
 }
 
 /** Names an appended event, to attach its upstream outcome later. */
@@ -93,36 +95,15 @@ export interface VerifyResult {
 }
 
 /** An event waiting for the next batch, with the arguments it still has to hash. */
-interface PendingRow { entry: JournalEntry; args?: Record<string, unknown>; storeArgValues?: boolean }
+interface PendingRow { entry: JournalEntry; args?: Record<string, unknown>; storeArgValues?: boolean; awaitsOutcome?: boolean }
+
+/** Text fields longer than this (a hostile tool or client name) are cut in the row, so no one event can fill the journal. */
+const FIELD_MAX = 4096;
+const cut = (s: string | undefined): string | null =>
+  s === undefined ? null : s.length <= FIELD_MAX ? s : `${s.slice(0, FIELD_MAX)}… [${s.length - FIELD_MAX} more characters]`;
 
 const FLUSH_EVERY_MS = 50;
 const FLUSH_AT = 256;
-
-/**
- * Where journals live: a private folder in /dev/shm when there is one — memory, so an append is
- * cheap, and it outlives the process (kill -9), which is what the journal is for — then the
- * database's own folder. Both are searched on recovery.
- */
-function journalDirs(file: string): string[] {
-  const own = dirname(resolve(file));
-  const shm = join('/dev/shm', `toolgate-${process.getuid?.() ?? 'user'}`);
-  try {
-    mkdirSync(shm, { recursive: true, mode: 0o700 });
-    accessSync(shm, constants.W_OK);
-    return [shm, own];
-  } catch {
-    return [own];
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 /**
  * The audit log: one SQLite row per decision, hash-chained, so `verify` finds an edited or
@@ -192,7 +173,7 @@ export class AuditLog {
   private thread?: ThreadWriter;
   private readonly journalDir: string;
   private readonly journalPrefix: string;
-  private journal: { path: string; fd: number } | null = null;
+  private journal: { path: string; fd: number; bytes: number } | null = null;
   private journalSeq = 0;
   private pending: PendingRow[] = [];
   private readonly nonce = randomUUID().slice(0, 8);
@@ -204,72 +185,80 @@ export class AuditLog {
   constructor(private readonly file: string, private readonly opts: AuditLogOptions = {}) {
     this.db = openDatabase(file);
     this.inline = new ChainWriter(this.db);
-    this.journalPrefix = `${sha256(resolve(file)).slice(0, 16)}.journal-`;
+    this.journalPrefix = journalPrefix(file);
     const dirs = journalDirs(file);
     this.journalDir = dirs[0];
-    this.recoverJournals(dirs);
-  }
-
-  /** Replays the journals of processes that died with events not yet in the database. */
-  private recoverJournals(dirs: string[]): void {
-    for (const dir of dirs) for (const name of readdirSync(dir)) {
-      const m = /^[0-9a-f]{16}\.journal-(\d+)-/.exec(name) ?? /\.journal-(\d+)-/.exec(name);
-      if (!m || alive(Number(m[1]))) continue;
-      const path = join(dir, name);
-      if (!name.startsWith(this.journalPrefix)) {
-        // Another log's journal: only an empty one, left by a process that died, is cleared away.
-        try { if (statSync(path).size === 0) unlinkSync(path); } catch { /* raced with its owner */ }
-        continue;
-      }
-      const entries: JournalEntry[] = [];
-      for (const line of readFileSync(path, 'utf8').split('\n')) {
-        try { if (line) entries.push(JSON.parse(line) as JournalEntry); } catch { /* a write cut short by the crash */ }
-      }
-      this.inline.write({ entries, args: [], storeArgValues: [], outcomes: [], journal: path });
-    }
+    // The journals of processes that died: this log's are replayed here, others' into their own database.
+    collectJournals(dirs, { prefix: this.journalPrefix, writer: this.inline });
   }
 
   append(e: AuditEvent): AuditRef {
     const eventId = this.idPrefix + (this.seq++).toString(36);
+    const keys = e.args ? JSON.stringify(Object.keys(e.args)) : null;
     const entry: JournalEntry = [
-      eventId, new Date().toISOString(), this.instance, e.kind, e.server ?? null, e.grant ?? null, e.session ?? null,
-      e.client ?? null, e.tool ?? null, e.decision ?? null, e.rule ?? null, e.message ?? null,
-      e.args ? JSON.stringify(Object.keys(e.args)) : null, e.policyHash ?? null,
+      eventId, new Date().toISOString(), this.instance, e.kind, cut(e.server), cut(e.grant), cut(e.session),
+      cut(e.client), cut(e.tool), e.decision ?? null, cut(e.rule), cut(e.message),
+      keys !== null && keys.length > FIELD_MAX ? cut(keys) : keys, e.policyHash ?? null,
     ];
-    // Each batch has its own journal file, removed once the batch is stored.
-    this.journal ??= this.openJournal();
     // The journal line is what survives kill -9: the call, its tool, decision and argument keys.
     // Hashing the arguments waits for the batch, off the path of the call.
-    writeSync(this.journal.fd, JSON.stringify(entry) + '\n');
-    this.pending.push({ entry, args: e.args, storeArgValues: e.storeArgValues });
-    this.schedule();
+    this.journalWrite(JSON.stringify(entry) + '\n');
+    this.pending.push({ entry, args: e.args, storeArgValues: e.storeArgValues, awaitsOutcome: e.awaitsOutcome });
+    this.scheduleOrRotate();
     return { eventId };
   }
 
-  /** Records the upstream outcome of a forwarded call: result, is_error, error, cancelled, unreachable. */
+  /**
+   * Records the upstream outcome of a forwarded call (result, is_error, error, cancelled,
+   * unanswered, unreachable, timeout). Journalled at once: call it before the answer goes to the
+   * client, and a kill -9 after that keeps it.
+   */
   finish(ref: AuditRef, outcome: string, latencyMs: number | null): void {
-    this.outcomes.push({ eventId: ref.eventId, outcome, latency: latencyMs === null ? null : Math.round(latencyMs * 1000) / 1000 });
-    this.schedule();
+    const o: Outcome = { eventId: ref.eventId, outcome, latency: latencyMs === null ? null : Math.round(latencyMs * 1000) / 1000 };
+    this.journalWrite(outcomeLine(o));
+    this.outcomes.push(o);
+    this.scheduleOrRotate();
+  }
+
+  /** Each batch has its own journal file, removed once the batch is stored. */
+  private journalWrite(line: string): void {
+    this.journal ??= this.openJournal();
+    this.journal.bytes += writeSync(this.journal.fd, line);
+  }
+
+  /** A full journal's batch is stored at once (so a journal stays small); else on the timer. */
+  private scheduleOrRotate(): void {
+    if (this.journal && this.journal.bytes >= JOURNAL_MAX_BYTES) this.sendReporting();
+    else this.schedule();
+  }
+
+  /** How many outcomes the writer on this thread waits for (a test hook: it must stay bounded). */
+  get awaitingOutcomes(): number {
+    return this.inline.awaitingOutcomes;
   }
 
   private schedule(): void {
     if (this.timer) return;
     const soon = this.pending.length + this.outcomes.length >= FLUSH_AT;
-    this.timer = setTimeout(() => {
-      try {
-        this.send();
-      } catch (err) {
-        // The batch's journal stays on disk, to be replayed; the process carries on.
-        if (!this.opts.onError) throw err;
-        this.opts.onError(`audit batch not written: ${(err as Error).message}`);
-      }
-    }, soon ? 0 : FLUSH_EVERY_MS);
+    this.timer = setTimeout(() => this.sendReporting(), soon ? 0 : FLUSH_EVERY_MS);
     this.timer.unref();
   }
 
-  private openJournal(): { path: string; fd: number } {
+  private sendReporting(): void {
+    try {
+      this.send();
+    } catch (err) {
+      // The batch's journal stays on disk, to be replayed; the process carries on.
+      if (!this.opts.onError) throw err;
+      this.opts.onError(`audit batch not written: ${(err as Error).message}`);
+    }
+  }
+
+  /** A new journal starts with the name of its database, so any toolgate can replay it there. */
+  private openJournal(): { path: string; fd: number; bytes: number } {
     const path = join(this.journalDir, `${this.journalPrefix}${process.pid}-${this.nonce}-${this.journalSeq++}`);
-    return { path, fd: openSync(path, 'a', 0o600) };
+    const fd = openSync(path, 'a', 0o600);
+    return { path, fd, bytes: writeSync(fd, journalHeader(this.file)) };
   }
 
   /** Hands pending rows and outcomes to the writer (a worker thread with `background`). */
@@ -281,6 +270,7 @@ export class AuditLog {
       entries: this.pending.map((p) => p.entry),
       args: this.pending.map((p) => p.args),
       storeArgValues: this.pending.map((p) => p.storeArgValues === true),
+      awaiting: this.pending.map((p) => p.awaitsOutcome === true),
       outcomes: this.outcomes,
     };
     if (this.journal) {

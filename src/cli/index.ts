@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
+import { collectJournals, sharedJournalDir } from '../audit/journal.js';
 import { registerAudit } from './audit.js';
 import { CliError } from './common.js';
 import { registerKillSwitch } from './kill-switch.js';
@@ -36,8 +37,19 @@ export function buildProgram(): Command {
   return program;
 }
 
+/** Every toolgate that starts collects the audit journals that processes which died left in /dev/shm. */
+function collectDeadJournals(): void {
+  const shm = sharedJournalDir();
+  try {
+    if (shm) collectJournals([shm]);
+  } catch (err) {
+    process.stderr.write(`toolgate: could not collect old audit journals in ${shm}: ${(err as Error).message}\n`);
+  }
+}
+
 /** Parses and runs one command. Returns the exit code: 0 ok, 1 the checked thing failed, 2 usage or environment error. */
 export async function main(argv: string[]): Promise<number> {
+  collectDeadJournals();
   const program = buildProgram();
   // With --json (before any `--`), an error is one JSON line too: {"error": "...", "code": N}.
   const end = argv.indexOf('--');

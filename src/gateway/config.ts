@@ -14,6 +14,8 @@ const ServerBase = {
   auth: z.enum(['grants', 'none']).default('grants').describe('none: no credentials (local use, loopback only)'),
   audit_args: z.boolean().default(false).describe('store argument values (secrets masked) in the audit log, for replay'),
   fail_open: z.boolean().default(false).describe('allow limited calls when the state store fails (default: deny them)'),
+  call_timeout: z.string().regex(/^0*[1-9]\d*(s|m|h)$/, 'a positive duration such as 30s, 5m or 1h').default('5m')
+    .describe('how long a forwarded tools/call may wait for its answer; progress from the server starts the wait again'),
 };
 
 export const ServerSchema = z.union([

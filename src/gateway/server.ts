@@ -367,6 +367,7 @@ export class Gateway {
       identity: { sessionId: id, serverName: name, grant: { label: grant.label, tags: grant.tags } },
       log,
       pins: new PinGuard(state.pins, name, log),
+      callTimeoutMs: durationToMs(server.call_timeout),
       onToolsListed: policy ? undefined : recommendedPolicyFeed(engine, name, () => session, log),
       observe: {
         decision: (tool, decision, rule, seconds) => {
@@ -377,7 +378,7 @@ export class Gateway {
         upstream: (_tool, outcome, seconds) => this.metrics.upstreamSeconds.observe({ server: name, outcome }, seconds),
       },
       toClient: (m, raw) => channel.send(m, raw, session.relatedRequest(m)),
-      toServer: (m) => { upstream.send(m).catch((err: Error) => session.deliveryFailed(m, err.message)); },
+      toServer: (m) => { upstream.send(m).catch((err: Error) => session.deliveryFailed(m, err)); },
     });
     const channel = channelFor(session);
     upstream.onmessage = (m, raw) => session.fromServer(m, raw);

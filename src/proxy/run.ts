@@ -31,6 +31,8 @@ export interface RunOptions {
   serverName?: string;
   /** Each line of the server's stderr as a log entry (`run --json`), instead of passing it through raw. */
   logStderr?: boolean;
+  /** How long a forwarded tools/call may wait for its answer (default 5 minutes). */
+  callTimeoutMs?: number;
   log: Logger;
   stdin?: Readable;
   stdout?: Writable;
@@ -96,10 +98,11 @@ export async function runProxy(opts: RunOptions): Promise<number> {
     pins: new PinGuard(state.pins, serverName, log),
     onToolsListed: opts.policyFile ? undefined : recommendedPolicyFeed(engine, serverName, () => session, log),
     auditArgs: opts.auditArgs,
+    callTimeoutMs: opts.callTimeoutMs,
     identity: { sessionId, serverName, grant: { label: opts.grant, tags: [] } },
     log,
     toClient: (m, raw) => { stdout.write((raw ?? JSON.stringify(m)) + '\n'); },
-    toServer: (m: Json) => { upstream.send(m).catch((err: Error) => session.deliveryFailed(m, err.message)); },
+    toServer: (m: Json) => { upstream.send(m).catch((err: Error) => session.deliveryFailed(m, err)); },
   });
   upstream.onmessage = (m, raw) => session.fromServer(m, raw);
   const previousOnClose = upstream.onclose;

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import type { Logger } from 'pino';
 import { readLines } from './lines.js';
 import type { Json } from './messages.js';
-import type { Upstream } from './upstream.js';
+import { NotDelivered, type Upstream } from './upstream.js';
 
 export interface StdioUpstreamOptions {
   command: string;
@@ -61,7 +61,7 @@ export class StdioUpstream implements Upstream {
 
   send(message: Json): Promise<void> {
     const stdin = this.child.stdin;
-    if (!stdin?.writable) return Promise.reject(new Error('the server process is not running'));
+    if (!stdin?.writable) return Promise.reject(new NotDelivered('the server process is not running'));
     // The first message of an event-loop turn goes out at once; more in the same turn (a busy
     // gateway) are held to the turn's end and go out in one write, one wake-up of the server.
     if (!this.turn) {

@@ -89,7 +89,7 @@ export function buildRecord(listing: Listing, pins: Record<string, string> | nul
   const serverName = listing.serverInfo.title || listing.serverInfo.name;
   const classifications = classifyTools(listing.tools, { name: listing.serverInfo.name, instructions: listing.instructions ?? undefined });
   const fingerprints = listing.tools.map((t) => toolFingerprint(t));
-  const changedTools = pins ? listing.tools.filter((t, i) => pins[t.name] !== fingerprints[i]).map((t) => t.name) : [];
+  const changedTools = pins ? listing.tools.filter((t, i) => !Object.hasOwn(pins, t.name) || pins[t.name] !== fingerprints[i]).map((t) => t.name) : [];
   const verification: Verification = !pins ? 'unpinned' : changedTools.length > 0 ? 'changed' : 'pinned';
   const tools: ToolRecord[] = listing.tools.map((tool, i) => {
     const c = classifications[i];
