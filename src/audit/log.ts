@@ -9,7 +9,7 @@ import { closeDatabase, openDatabase } from '../state/sqlite.js';
 import { ChainWriter, GENESIS, outcomeHash, rowHash, type Batch, type JournalEntry, type Outcome } from './chain.js';
 
 export type AuditDecision = 'allow' | 'deny' | 'shadow_deny' | 'approved' | 'rejected' | 'timeout' | 'error';
-export type AuditKind = 'call' | 'policy_reload' | 'kill_switch' | 'start' | 'auth' | 'grant';
+export type AuditKind = 'call' | 'policy_reload' | 'kill_switch' | 'start' | 'auth' | 'grant' | 'pin';
 
 export interface AuditEvent {
   kind: AuditKind;
@@ -80,6 +80,25 @@ export interface AuditSummary {
   topDenialsLastHour: { server: string | null; tool: string | null; rule: string | null; count: number }[];
 }
 
+/** An event as it is appended, for live views: no argument values, only their keys. */
+export interface LiveAuditEvent {
+  ts: string;
+  instance: string;
+  kind: AuditKind;
+  server: string | null;
+  grant: string | null;
+  session: string | null;
+  client: string | null;
+  tool: string | null;
+  decision: AuditDecision | null;
+  rule: string | null;
+  message: string | null;
+  argKeys: string[];
+}
+
+/** Calls per time bucket, for charts. `held` counts calls that waited for a human. */
+export interface TrafficBucket { t: string; calls: number; denied: number; held: number }
+
 export interface VerifyResult {
   ok: boolean;
   rows: number;
@@ -89,6 +108,9 @@ export interface VerifyResult {
 
 /** An event waiting for the next batch, with the arguments it still has to hash. */
 interface PendingRow { entry: JournalEntry; args?: Record<string, unknown>; storeArgValues?: boolean }
+
+/** Decisions that mean a human was asked. */
+const HELD = new Set(['approved', 'rejected', 'timeout', 'held', 'pending']);
 
 const FLUSH_EVERY_MS = 50;
 const FLUSH_AT = 256;
@@ -195,6 +217,7 @@ export class AuditLog {
   private seq = 0;
   private outcomes: Outcome[] = [];
   private timer: NodeJS.Timeout | undefined;
+  private readonly listeners = new Set<(e: LiveAuditEvent) => void>();
 
   constructor(private readonly file: string, private readonly opts: AuditLogOptions = {}) {
     this.db = openDatabase(file);
@@ -238,7 +261,25 @@ export class AuditLog {
     writeSync(this.journal.fd, JSON.stringify(entry) + '\n');
     this.pending.push({ entry, args: e.args, storeArgValues: e.storeArgValues });
     this.schedule();
+    if (this.listeners.size > 0) this.tell(entry, e);
     return { eventId };
+  }
+
+  /** Hears every event this process appends from now on; returns the way to stop. */
+  subscribe(listener: (e: LiveAuditEvent) => void): () => void {
+    this.listeners.add(listener);
+    return () => { this.listeners.delete(listener); };
+  }
+
+  private tell(entry: JournalEntry, e: AuditEvent): void {
+    const live: LiveAuditEvent = {
+      ts: entry[1]!, instance: this.instance, kind: e.kind, server: e.server ?? null, grant: e.grant ?? null, session: e.session ?? null,
+      client: e.client ?? null, tool: e.tool ?? null, decision: e.decision ?? null, rule: e.rule ?? null, message: e.message ?? null,
+      argKeys: e.args ? Object.keys(e.args) : [],
+    };
+    for (const listener of this.listeners) {
+      try { listener(live); } catch { /* a listener's failure is its own */ }
+    }
   }
 
   /** Records the upstream outcome of a forwarded call: result, is_error, error, cancelled, unreachable. */
@@ -327,6 +368,25 @@ export class AuditLog {
       callsLastMinute: perMinute,
       topDenialsLastHour: topDenials,
     };
+  }
+
+  /** Calls, denials and held calls per bucket since `sinceMs` ago, oldest first (empty buckets included). */
+  traffic(sinceMs: number, bucketMs: number, server?: string, now = Date.now()): TrafficBucket[] {
+    this.flush();
+    const start = Math.floor((now - sinceMs) / bucketMs) * bucketMs;
+    const rows = this.db.prepare<unknown[], { ts: string; decision: string | null; rule: string | null }>(
+      `SELECT ts, decision, rule FROM audit WHERE kind = 'call' AND ts >= ?${server === undefined ? '' : ' AND server = ?'}`,
+    ).all(...[new Date(start).toISOString(), ...(server === undefined ? [] : [server])]);
+    const buckets: TrafficBucket[] = [];
+    for (let t = start; t <= now; t += bucketMs) buckets.push({ t: new Date(t).toISOString(), calls: 0, denied: 0, held: 0 });
+    for (const row of rows) {
+      const b = buckets[Math.floor((Date.parse(row.ts) - start) / bucketMs)];
+      if (!b) continue;
+      b.calls++;
+      if (row.decision === 'deny' || row.decision === 'rejected' || row.decision === 'timeout') b.denied++;
+      if (HELD.has(row.decision ?? '')) b.held++;
+    }
+    return buckets;
   }
 
   verify(): VerifyResult {

@@ -7,7 +7,7 @@ import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { AuditLog } from '../audit/index.js';
 import { CompiledPolicy, Engine } from '../engine/index.js';
 import type { Logger } from '../log.js';
-import { formatIssue, loadPolicyFile, watchPolicyFile } from '../policy/index.js';
+import { formatIssue, loadPolicyFile, watchPolicyFile, type LoadResult } from '../policy/index.js';
 import { PinGuard } from '../proxy/pins.js';
 import { compileObject, PENDING_POLICY, recommendedPolicyFeed } from '../proxy/recommended.js';
 import { PolicySession } from '../proxy/session.js';
@@ -15,10 +15,12 @@ import { HttpUpstream } from '../proxy/upstream-http.js';
 import { StdioUpstream } from '../proxy/upstream-stdio.js';
 import type { Upstream } from '../proxy/upstream.js';
 import type { Grant, StateStore } from '../state/types.js';
+import { Dashboard } from '../web/index.js';
 import { durationToMs, isLoopback, sizeToBytes, type GatewayConfig, type ServerConfig } from './config.js';
 import { AdminError, handleAdmin, isAdmin } from './admin.js';
 import { Grants } from './grants.js';
 import { HttpError, sendHttpError } from './http-errors.js';
+import { Listings } from './listings.js';
 import { GatewayMetrics } from './metrics.js';
 import { checkPostHeaders, isInitializeRequest, StreamableSession, type ClientChannel } from './streamable.js';
 
@@ -67,9 +69,12 @@ export class Gateway {
   private port = 0;
   private allowedHosts = new Set<string>();
   private localOrigins = new Set<string>();
+  private readonly dashboard: Dashboard;
+  private readonly listings = new Listings();
 
   constructor(private readonly opts: GatewayOptions) {
     this.config = opts.config;
+    this.dashboard = new Dashboard({ config: () => this.config, audit: opts.audit });
     this.grants = new Grants(opts.state.grants);
     this.http = createServer((req, res) => {
       this.handle(req, res).catch((err: Error) => {
@@ -204,9 +209,10 @@ export class Gateway {
       res.end(JSON.stringify({ status: 'ok', servers: Object.keys(this.config.servers).length, sessions: this.sessions.size }));
       return;
     }
+    if (url.pathname === '/ui' || url.pathname.startsWith('/ui/')) return this.dashboard.handle(req, res, url.pathname);
     if (url.pathname === '/api' || url.pathname.startsWith('/api/')) {
       if (!this.config.admin) throw new HttpError(404, 'the admin API is off: set admin.token in the configuration');
-      if (!isAdmin(req, this.config)) {
+      if (!isAdmin(req, this.config) && !this.dashboard.authorizes(req)) {
         this.opts.audit.append({ kind: 'auth', decision: 'deny', message: `admin API: wrong or missing admin token (from ${req.socket.remoteAddress})` });
         throw new HttpError(401, 'the admin API needs Authorization: Bearer <admin token>', { 'www-authenticate': 'Bearer realm="toolgate-admin"' });
       }
@@ -215,6 +221,7 @@ export class Gateway {
         await handleAdmin(req, res, url, body, {
           config: () => this.config, state: this.opts.state, audit: this.opts.audit, grants: this.grants,
           sessions: (server) => [...this.sessions.values()].filter((l) => l.server === server).length,
+          listings: this.listings, applyPolicy: (file, result) => this.applyPolicy(file, result),
         });
       } catch (err) {
         if (err instanceof AdminError) throw new HttpError(err.status, err.message);
@@ -332,14 +339,24 @@ export class Gateway {
         this.opts.log.error(`policy reload rejected, keeping the previous policy: ${formatIssue(file, result.issues[0])}`);
         return;
       }
-      let mtime = 0;
-      try { mtime = statSync(file).mtimeMs; } catch { /* gone again */ }
-      const policy = new CompiledPolicy(result.policy, result.hash);
-      this.policies.set(file, { mtime, policy });
-      for (const live of this.sessions.values()) if (live.policyFile === file) live.engine.setPolicy(policy);
-      this.opts.audit.append({ kind: 'policy_reload', policyHash: result.hash, message: file });
-      this.opts.log.info({ policy: file, policyHash: result.hash }, 'policy reloaded');
+      this.applyPolicy(file, result);
     }));
+  }
+
+  /** A valid policy file's new content reaches every live session using it (once per content: the watcher may see a save the dashboard applied). */
+  private applyPolicy(file: string, result: Extract<LoadResult, { ok: true }>): void {
+    let mtime = 0;
+    try { mtime = statSync(file).mtimeMs; } catch { /* gone again */ }
+    const current = this.policies.get(file);
+    if (current?.policy.hash === result.hash) {
+      current.mtime = mtime;
+      return;
+    }
+    const policy = new CompiledPolicy(result.policy, result.hash);
+    this.policies.set(file, { mtime, policy });
+    for (const live of this.sessions.values()) if (live.policyFile === file) live.engine.setPolicy(policy);
+    this.opts.audit.append({ kind: 'policy_reload', policyHash: result.hash, message: file });
+    this.opts.log.info({ policy: file, policyHash: result.hash }, 'policy reloaded');
   }
 
   private open(id: string, name: string, server: ServerConfig, grant: Grant, channelFor: (session: PolicySession) => ClientChannel): Live {
