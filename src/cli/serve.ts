@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
@@ -33,6 +34,8 @@ export function demoConfig(listen?: string): GatewayConfig {
   const [everything, filesystem, memory] = DEMO;
   return GatewayConfigSchema.parse({
     listen: listen ?? '127.0.0.1:8080',
+    // A fresh admin token per demo run, printed once, so the dashboard at /ui can be signed in to.
+    admin: { token: randomBytes(24).toString('base64url') },
     servers: {
       everything: { ...demoServer(everything, []) },
       filesystem: { ...demoServer(filesystem, [sandbox]) },
@@ -77,6 +80,7 @@ export function registerServe(program: Command): void {
           'connect with this .mcp.json:',
           JSON.stringify({ mcpServers: { everything: { type: 'http', url: `${base}/mcp/everything`, headers: { Authorization: `Bearer ${token}` } } } }, null, 2),
           'more grants: toolgate grants create --server filesystem --label me',
+          `dashboard: ${base}/ui — sign in with this run's admin token (shown once): ${config.admin!.token}`,
           '',
         ].join('\n'));
       }
