@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { promisify } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
@@ -15,7 +16,9 @@ import { Grants } from '../src/gateway/grants.js';
 import { Gateway } from '../src/gateway/server.js';
 import { openSqliteState } from '../src/state/sqlite.js';
 import type { StateStore } from '../src/state/types.js';
-import { denialText, EVERYTHING, FIXTURES, tempDir, writePolicy } from './helpers/toolgate.js';
+import { BIN, denialText, EVERYTHING, FIXTURES, tempDir, testEnv, writePolicy } from './helpers/toolgate.js';
+
+const exec = promisify(execFile);
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const ADMIN = 'dashboard-admin-token-0123456789abcdef';
@@ -311,6 +314,34 @@ describe('dashboard at /ui', () => {
   it('never shows an admin token, a grant token or an upstream credential in any page or API response', () => {
     assert.ok(bodies.length > 20, `saw ${bodies.length} responses`);
     for (const { url, body } of bodies) for (const secret of secretsSeen) assert.ok(!body.includes(secret), `${url} contains a secret`);
+  });
+
+  it('words policy errors exactly as toolgate policy validate does', async () => {
+    const file = join(dir, 'broken.yaml');
+    const text = 'version: "1"\ndefault: maybe\ntools:\n  x:\n    deny_if:\n      - conditions: [{ path: args.a, op: regex, value: "(a" }]\n';
+    writeFileSync(file, text);
+    const cli = await exec(process.execPath, [BIN, 'policy', 'validate', file], { env: testEnv(join(dir, 'home')) }).then(() => '', (err: { stdout: string }) => err.stdout);
+    const res = await fetch(`${base}/api/policies/validate`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' }, body: JSON.stringify({ text, file }) });
+    const body = await res.json() as { valid: boolean; issues: { text: string }[] };
+    assert.equal(body.valid, false);
+    assert.deepEqual(body.issues.map((i) => i.text), cli.trim().split('\n'));
+  });
+
+  it('accepts pins only for the definitions that were reviewed', async () => {
+    const res = await fetch(`${base}/api/servers/everything/pins`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' }, body: JSON.stringify({ fingerprint: 'f'.repeat(64) }) });
+    assert.equal(res.status, 409);
+    assert.match(((await res.json()) as { error: { message: string } }).error.message, /changed again since you reviewed them/);
+  });
+
+  it('signs in without JavaScript too (a form post), and refuses a forged or tampered cookie', async () => {
+    const form = await fetch(`${base}/ui/session`, { method: 'POST', redirect: 'manual', headers: { origin: base, 'content-type': 'application/x-www-form-urlencoded' }, body: `token=${encodeURIComponent(ADMIN)}` });
+    assert.equal(form.status, 303);
+    const cookie = form.headers.get('set-cookie')!.split(';')[0];
+    assert.equal((await fetch(`${base}/api/servers`, { headers: { cookie } })).status, 200);
+    const tampered = cookie.replace(/=(\d+)\./, (_, exp: string) => `=${Number(exp) + 1000}.`);
+    assert.equal((await fetch(`${base}/api/servers`, { headers: { cookie: tampered } })).status, 401);
+    const crossSite = await fetch(`${base}/ui/session`, { method: 'POST', redirect: 'manual', headers: { origin: 'http://evil.example', 'content-type': 'application/x-www-form-urlencoded' }, body: `token=${encodeURIComponent(ADMIN)}` });
+    assert.equal(crossSite.status, 403);
   });
 
   it('signs out: the cookie no longer opens the API', async () => {
