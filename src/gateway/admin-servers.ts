@@ -15,6 +15,8 @@ export interface ServerDeps {
   audit: AuditLog;
   listings: Listings;
   sessions(server: string): number;
+  /** Aborted when the gateway stops: long-lived streams end then. */
+  stopping: AbortSignal;
 }
 
 const catalog = () => new Catalog(join(toolgateHome(), 'catalog'));
@@ -109,7 +111,7 @@ export async function handleServers(req: IncomingMessage, res: ServerResponse, u
     return true;
   }
   if (path === '/api/audit/stream' && method === 'GET') {
-    stream(req, res, q, deps.audit);
+    stream(req, res, q, deps.audit, deps.stopping);
     return true;
   }
   return false;
@@ -118,7 +120,7 @@ export async function handleServers(req: IncomingMessage, res: ServerResponse, u
 const FILTERS = [['server', 'server'], ['grant', 'grant'], ['tool', 'tool'], ['decision', 'decision']] as const;
 
 /** Server-sent events: every audit event of this process as it is appended, optionally filtered. */
-function stream(req: IncomingMessage, res: ServerResponse, q: URLSearchParams, audit: AuditLog): void {
+function stream(req: IncomingMessage, res: ServerResponse, q: URLSearchParams, audit: AuditLog, stopping: AbortSignal): void {
   const want = FILTERS.flatMap(([param, field]) => (q.get(param) ? [[field, q.get(param)!] as const] : []));
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', connection: 'keep-alive', 'x-accel-buffering': 'no' });
   res.write('retry: 2000\n\n');
@@ -127,7 +129,9 @@ function stream(req: IncomingMessage, res: ServerResponse, q: URLSearchParams, a
   });
   const keepAlive = setInterval(() => res.write(': keep-alive\n\n'), 15_000);
   keepAlive.unref();
-  const end = () => { stop(); clearInterval(keepAlive); };
+  const end = () => { stop(); clearInterval(keepAlive); stopping.removeEventListener('abort', close); };
+  const close = () => { end(); res.end(); };
+  stopping.addEventListener('abort', close);
   req.on('close', end);
   res.on('error', end);
 }

@@ -1,7 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';
-import type { AuditLog } from '../audit/index.js';
 import { loadPolicyFile } from '../policy/index.js';
 import { Catalog, recordSummary } from '../risk/catalog.js';
 import { toolgateHome, type StateStore } from '../state/index.js';
@@ -12,11 +11,8 @@ import type { GatewayConfig } from './config.js';
 import type { Grants } from './grants.js';
 
 export interface AdminDeps extends PolicyDeps, ServerDeps {
-  config(): GatewayConfig;
   state: StateStore;
-  audit: AuditLog;
   grants: Grants;
-  sessions(server: string): number;
 }
 
 export { AdminError };

@@ -19,11 +19,13 @@ export class Listings {
   private readonly cache = new Map<string, { at: number; listing: Promise<Listing> }>();
 
   get(name: string, server: ServerConfig, refresh = false, now = Date.now()): Promise<Listing> {
-    const hit = this.cache.get(name);
+    // Keyed by the server's configuration too: a reloaded configuration that changes it lists anew.
+    const key = `${name}\n${JSON.stringify(server)}`;
+    const hit = this.cache.get(key);
     if (hit && !refresh && now - hit.at < FRESH_MS) return hit.listing;
     const listing = fetchListing(sourceOf(server));
-    this.cache.set(name, { at: now, listing });
-    listing.catch(() => { if (this.cache.get(name)?.listing === listing) this.cache.delete(name); });
+    this.cache.set(key, { at: now, listing });
+    listing.catch(() => { if (this.cache.get(key)?.listing === listing) this.cache.delete(key); });
     return listing;
   }
 }

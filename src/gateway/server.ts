@@ -71,6 +71,7 @@ export class Gateway {
   private localOrigins = new Set<string>();
   private readonly dashboard: Dashboard;
   private readonly listings = new Listings();
+  private readonly stopping = new AbortController();
 
   constructor(private readonly opts: GatewayOptions) {
     this.config = opts.config;
@@ -133,6 +134,7 @@ export class Gateway {
 
   async stop(): Promise<void> {
     clearInterval(this.reaper);
+    this.stopping.abort();
     for (const stop of this.watchers.values()) stop();
     await Promise.all([...this.sessions.values()].map((l) => this.close(l, 'the gateway is stopping')));
     await new Promise<void>((resolve) => this.http.close(() => resolve()));
@@ -221,7 +223,7 @@ export class Gateway {
         await handleAdmin(req, res, url, body, {
           config: () => this.config, state: this.opts.state, audit: this.opts.audit, grants: this.grants,
           sessions: (server) => [...this.sessions.values()].filter((l) => l.server === server).length,
-          listings: this.listings, applyPolicy: (file, result) => this.applyPolicy(file, result),
+          listings: this.listings, applyPolicy: (file, result) => this.applyPolicy(file, result), stopping: this.stopping.signal,
         });
       } catch (err) {
         if (err instanceof AdminError) throw new HttpError(err.status, err.message);
