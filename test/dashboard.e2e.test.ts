@@ -199,7 +199,7 @@ describe('dashboard at /ui', () => {
     assert.equal(denialText(result), undefined);
     const row = page.locator('#live-rows tr', { hasText: 'echo' }).first();
     await row.waitFor();
-    assert.match(await row.innerText(), /alice[\s\S]*echo[\s\S]*allow[\s\S]*\/tools\/echo/);
+    assert.match(await row.innerText(), /echo[\s\S]*allow[\s\S]*alice[\s\S]*\/tools\/echo/);
     await client.callTool({ name: 'drop-everything', arguments: {} });
     const denied = page.locator('#live-rows tr', { hasText: 'drop-everything' }).first();
     await denied.waitFor();

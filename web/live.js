@@ -61,9 +61,9 @@ export async function render(view) {
 
   const draw = () => {
     const shown = events.filter(matches).slice(0, 200);
-    replace(rowsBox, table(['time', 'server', 'grant', 'tool', 'decision', 'rule', '·message'], shown.map((e) => h('tr', {},
-      h('td', {}, time(e.ts)), h('td', {}, e.server ?? '—'), h('td', {}, e.grant ?? '—'), h('td', { class: 'wrap' }, e.tool ?? e.kind),
-      h('td', {}, decisionBadge(e.decision)), h('td', { class: 'mono wrap' }, e.rule ?? '—'), h('td', { class: 'wrap hide-phone' }, e.message ?? ''))),
+    replace(rowsBox, table(['time', 'tool', 'decision', 'grant', '·server', 'rule', '·message'], shown.map((e) => h('tr', {},
+      h('td', {}, time(e.ts)), h('td', { class: 'wrap' }, e.tool ?? e.kind), h('td', {}, decisionBadge(e.decision)), h('td', {}, e.grant ?? '—'),
+      h('td', { class: 'hide-phone' }, e.server ?? '—'), h('td', { class: 'mono wrap' }, e.rule ?? '—'), h('td', { class: 'wrap hide-phone' }, e.message ?? ''))),
     { empty: events.length ? 'No event matches the filters.' : 'No calls yet: they appear here as they happen.' }));
   };
   const drawChart = () => replace(chartBox, chart(buckets));

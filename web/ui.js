@@ -88,7 +88,7 @@ export const CATEGORIES = ['Read', 'Write', 'Execute', 'Destructive', 'Financial
 export function time(iso) {
   if (!iso) return '—';
   const d = new Date(iso);
-  return d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', second: '2-digit' });
+  return d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' });
 }
 export function dateTime(iso) {
   return iso ? new Date(iso).toLocaleString([], { dateStyle: 'medium', timeStyle: 'short' }) : '—';
