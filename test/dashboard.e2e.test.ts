@@ -50,7 +50,7 @@ describe('dashboard at /ui', () => {
 
   const basePolicy = {
     version: '1', default: 'deny', hide: ['get-env'],
-    tools: { echo: {}, 'get-sum': { limits: [{ counter: 'sum', window: 'minute', max: 100, scope: 'grant' }] } },
+    tools: { echo: {}, 'get-sum': { limits: [{ counter: 'sum', window: 'minute', max: 100, scope: 'grant' }] }, 'get-annotated-message': { action: 'approve' } },
   };
 
   before(async () => {
@@ -209,6 +209,37 @@ describe('dashboard at /ui', () => {
     assert.ok(await page.locator('#live-rows tr', { hasText: 'drop-everything' }).count() >= 1);
     await page.getByLabel('Decision').selectOption('');
     await shoot('live');
+  });
+
+  it('approves a held call so the client\'s call returns, and denies another with a reason the client reads', async () => {
+    const client = await connect(aliceToken);
+    await go('#/approvals', 'Approvals');
+    await page.getByText('No call is waiting for approval.').waitFor();
+    const held = (messageType: string) => client.callTool({ name: 'get-annotated-message', arguments: { messageType, includeImage: false, api_key: 'sk-live-held-call-secret' } });
+    const first = held('success');
+    const card = page.locator('#pending section.card', { hasText: 'get-annotated-message' });
+    await card.waitFor();
+    const text = await card.innerText();
+    assert.match(text, /who\s+alice[\s\S]*rule\s+\/tools\/get-annotated-message[\s\S]*time left\s+\d+m/);
+    assert.match(text, /"messageType": "success"/);
+    assert.ok(text.includes('api_key') && !text.includes('sk-live-held-call-secret'), 'the secret-looking argument is masked');
+    await shoot('approvals');
+    await card.getByRole('button', { name: /^Approve / }).click();
+    await page.getByLabel('Reason').fill('looks fine');
+    await page.getByRole('button', { name: 'Approve', exact: true }).click();
+    const result = await first;
+    assert.equal(denialText(result), undefined, 'the held call was forwarded once approved');
+    await page.getByText('No call is waiting for approval.').waitFor();
+
+    const second = held('error');
+    await card.waitFor();
+    await card.getByRole('button', { name: /^Deny / }).click();
+    await page.getByLabel('Reason').fill('not during the release freeze');
+    await page.getByRole('button', { name: 'Deny', exact: true }).click();
+    assert.match(denialText(await second) ?? '', /^\[POLICY DENIED\].*not during the release freeze/);
+    await page.locator('#recent tr', { hasText: 'not during the release freeze' }).waitFor();
+    assert.match(await page.locator('#recent tr', { hasText: 'looks fine' }).innerText(), /approved|used/);
+    await shoot('approvals-decided');
   });
 
   it('creates a grant whose token works once copied, and revokes it so the next call is refused', async () => {

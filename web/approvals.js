@@ -24,7 +24,7 @@ async function decide(a, verb) {
   });
   if (reason === false) return;
   try {
-    await api(`/api/approvals/${enc(a.id)}/${verb}`, { method: 'POST', body: { reason } });
+    await api(`/api/approvals/${enc(a.id)}/${verb}`, { method: 'POST', body: { via: 'dashboard', ...(reason ? { reason } : {}) } });
     toast(`${verb === 'approve' ? 'Approved' : 'Denied'}: ${a.tool}`);
   } catch (err) { toast(err.message); }
 }
@@ -66,8 +66,9 @@ export async function render(view) {
   replace(view, h('h1', {}, 'Approvals'), h('h2', {}, 'Waiting'), pendingBox, h('h2', {}, 'Recent decisions'), recentBox);
   await refresh();
   const source = new EventSource('/api/approvals/stream');
-  source.onmessage = () => refresh();
-  source.addEventListener('approval', () => refresh());
+  // `pending` for each new held call, `decided` for each decision, in any process on the same state.
+  source.addEventListener('pending', () => refresh());
+  source.addEventListener('decided', () => refresh());
   const tick = setInterval(() => {
     const now = Date.now();
     pendingBox.querySelectorAll('.time-left').forEach((el, i) => { if (current.pending[i]) el.textContent = left(current.pending[i].expiresAt, now); });

@@ -2,8 +2,6 @@
 // denials and held calls per minute, and the hash chain's verification.
 import { api, decisionBadge, failure, h, replace, table, time } from './ui.js';
 
-const DENIED = new Set(['deny', 'rejected', 'timeout']);
-const HELD = new Set(['approved', 'rejected', 'timeout', 'held', 'pending']);
 const MAX_ROWS = 500;
 
 /** Audit rows (from /api/audit) and live events (from the stream) in one shape. */
@@ -47,7 +45,7 @@ export async function render(view) {
     server: h('select', { id: 'f-server' }, h('option', { value: '' }, 'all servers'), servers.map((s) => h('option', { value: s.name }, s.name))),
     grant: h('input', { id: 'f-grant', type: 'search', placeholder: 'any grant', autocomplete: 'off' }),
     tool: h('input', { id: 'f-tool', type: 'search', placeholder: 'any tool', autocomplete: 'off' }),
-    decision: h('select', { id: 'f-decision' }, ['', 'allow', 'deny', 'shadow_deny', 'approved', 'rejected', 'timeout', 'error'].map((d) => h('option', { value: d }, d || 'any decision'))),
+    decision: h('select', { id: 'f-decision' }, ['', 'allow', 'deny', 'shadow_deny', 'approval_requested', 'approved', 'rejected', 'timeout', 'unused', 'error'].map((d) => h('option', { value: d }, d || 'any decision'))),
   };
   const matches = (e) => (!filters.server.value || e.server === filters.server.value)
     && (!filters.grant.value || (e.grant ?? '').includes(filters.grant.value.trim()))
@@ -97,13 +95,15 @@ export async function render(view) {
     if (e.kind !== 'call' && !e.decision) return;
     events.unshift(e);
     if (events.length > MAX_ROWS) events.length = MAX_ROWS;
-    if (e.kind === 'call') {
+    if (e.kind === 'call' || e.kind === 'approval') {
       const minute = new Date(Math.floor(Date.parse(e.ts) / 60_000) * 60_000).toISOString();
       let last = buckets[buckets.length - 1];
       if (!last || last.t < minute) { last = { t: minute, calls: 0, denied: 0, held: 0 }; buckets.push(last); if (buckets.length > 61) buckets.shift(); }
-      last.calls++;
-      if (DENIED.has(e.decision)) last.denied++;
-      if (HELD.has(e.decision)) last.held++;
+      if (e.kind === 'approval') { if (e.decision === 'approval_requested') last.held++; }
+      else {
+        last.calls++;
+        if (e.decision === 'deny') last.denied++;
+      }
       drawChart();
     }
     draw();

@@ -8,8 +8,8 @@ import { sha256 } from '../policy/load.js';
 import { closeDatabase, openDatabase } from '../state/sqlite.js';
 import { ChainWriter, GENESIS, outcomeHash, rowHash, type Batch, type JournalEntry, type Outcome } from './chain.js';
 
-export type AuditDecision = 'allow' | 'deny' | 'shadow_deny' | 'approved' | 'rejected' | 'timeout' | 'error';
-export type AuditKind = 'call' | 'policy_reload' | 'kill_switch' | 'start' | 'auth' | 'grant' | 'pin';
+export type AuditDecision = 'allow' | 'deny' | 'shadow_deny' | 'approval_requested' | 'approved' | 'rejected' | 'timeout' | 'unused' | 'error';
+export type AuditKind = 'call' | 'approval' | 'policy_reload' | 'kill_switch' | 'start' | 'auth' | 'grant' | 'pin';
 
 export interface AuditEvent {
   kind: AuditKind;
@@ -108,9 +108,6 @@ export interface VerifyResult {
 
 /** An event waiting for the next batch, with the arguments it still has to hash. */
 interface PendingRow { entry: JournalEntry; args?: Record<string, unknown>; storeArgValues?: boolean }
-
-/** Decisions that mean a human was asked. */
-const HELD = new Set(['approved', 'rejected', 'timeout', 'held', 'pending']);
 
 const FLUSH_EVERY_MS = 50;
 const FLUSH_AT = 256;
@@ -374,17 +371,18 @@ export class AuditLog {
   traffic(sinceMs: number, bucketMs: number, server?: string, now = Date.now()): TrafficBucket[] {
     this.flush();
     const start = Math.floor((now - sinceMs) / bucketMs) * bucketMs;
-    const rows = this.db.prepare<unknown[], { ts: string; decision: string | null; rule: string | null }>(
-      `SELECT ts, decision, rule FROM audit WHERE kind = 'call' AND ts >= ?${server === undefined ? '' : ' AND server = ?'}`,
+    const rows = this.db.prepare<unknown[], { ts: string; kind: string; decision: string | null }>(
+      `SELECT ts, kind, decision FROM audit WHERE kind IN ('call', 'approval') AND ts >= ?${server === undefined ? '' : ' AND server = ?'}`,
     ).all(...[new Date(start).toISOString(), ...(server === undefined ? [] : [server])]);
     const buckets: TrafficBucket[] = [];
     for (let t = start; t <= now; t += bucketMs) buckets.push({ t: new Date(t).toISOString(), calls: 0, denied: 0, held: 0 });
     for (const row of rows) {
       const b = buckets[Math.floor((Date.parse(row.ts) - start) / bucketMs)];
       if (!b) continue;
+      // A held call is one approval_requested row; its call row comes when it is decided.
+      if (row.kind === 'approval') { if (row.decision === 'approval_requested') b.held++; continue; }
       b.calls++;
-      if (row.decision === 'deny' || row.decision === 'rejected' || row.decision === 'timeout') b.denied++;
-      if (HELD.has(row.decision ?? '')) b.held++;
+      if (row.decision === 'deny') b.denied++;
     }
     return buckets;
   }

@@ -1,6 +1,8 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { AuditLog } from '../audit/index.js';
+import { loadGatewayConfig } from '../gateway/config.js';
+import { formatIssue } from '../policy/index.js';
 import { defaultStateDsn, openState, StateError, toolgateHome, type StateStore } from '../state/index.js';
 
 /** An error the user can act on: one line, no stack, and the exit code to leave with. */
@@ -49,4 +51,21 @@ export function parseSince(text: string): number {
   const m = /^(\d+)(s|m|h|d)$/.exec(text);
   if (!m) throw new CliError(`invalid duration "${text}": use a number and s, m, h or d, e.g. 1h or 7d`);
   return Number(m[1]) * { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] as 's']!;
+}
+
+export interface ConfigStateFlags extends StateFlags {
+  config?: string;
+}
+
+/** The state store and audit log a command works on: the config's (-c), --state/--audit, or TOOLGATE_HOME's. */
+export function stores(flags: ConfigStateFlags): { state: StateStore; audit: AuditLog } {
+  let dsn = flags.state;
+  let audit = flags.audit;
+  if (flags.config) {
+    const loaded = loadGatewayConfig(flags.config);
+    if (!loaded.ok) throw new CliError(`invalid configuration ${formatIssue(flags.config, loaded.issues[0])}`);
+    dsn ??= loaded.value.state;
+    audit ??= loaded.value.audit;
+  }
+  return { state: openStateOrFail(stateDsn({ state: dsn })), audit: new AuditLog(auditFile({ audit })) };
 }

@@ -1,25 +1,9 @@
 import type { Command } from 'commander';
-import { AuditLog } from '../audit/index.js';
-import { loadGatewayConfig } from '../gateway/config.js';
+import type { AuditLog } from '../audit/index.js';
 import { Grants } from '../gateway/grants.js';
-import { formatIssue } from '../policy/index.js';
-import type { StateStore } from '../state/index.js';
-import { auditFile, CliError, openStateOrFail, parseSince, printJson, stateDsn } from './common.js';
+import { CliError, parseSince, printJson, stores, type ConfigStateFlags } from './common.js';
 
-interface GrantFlags { config?: string; state?: string; audit?: string; json?: boolean }
-
-/** The state store a command works on: the config's, --state, or TOOLGATE_HOME's. */
-function stores(flags: GrantFlags): { state: StateStore; audit: AuditLog } {
-  let dsn = flags.state;
-  let audit = flags.audit;
-  if (flags.config) {
-    const loaded = loadGatewayConfig(flags.config);
-    if (!loaded.ok) throw new CliError(`invalid configuration ${formatIssue(flags.config, loaded.issues[0])}`);
-    dsn ??= loaded.value.state;
-    audit ??= loaded.value.audit;
-  }
-  return { state: openStateOrFail(stateDsn({ state: dsn })), audit: new AuditLog(auditFile({ audit })) };
-}
+interface GrantFlags extends ConfigStateFlags { json?: boolean }
 
 async function withGrants<T>(flags: GrantFlags, fn: (g: Grants, audit: AuditLog) => Promise<T>): Promise<T> {
   const { state, audit } = stores(flags);

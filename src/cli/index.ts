@@ -1,4 +1,5 @@
 import { Command, CommanderError } from 'commander';
+import { registerApprovals } from './approvals.js';
 import { registerAudit } from './audit.js';
 import { CliError } from './common.js';
 import { registerKillSwitch } from './kill-switch.js';
@@ -23,6 +24,7 @@ export function buildProgram(): Command {
   registerRisk(program);
   registerServe(program);
   registerGrants(program);
+  registerApprovals(program);
   registerStatus(program);
   const override = (cmd: Command): void => { cmd.exitOverride(); cmd.commands.forEach(override); };
   program.commands.forEach(override);

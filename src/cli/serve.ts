@@ -65,7 +65,7 @@ export function registerServe(program: Command): void {
       } else config = demoConfig(flags.listen);
       const state = openStateOrFail(config.state ?? stateDsn({}));
       const audit = new AuditLog(config.audit ?? auditFile({}), { background: true, onError: (message) => log.error(message) });
-      const gateway = new Gateway({ config, state, audit, log });
+      const gateway = new Gateway({ config, state, audit, log, stateFlag: flags.config ? `-c ${flags.config}` : undefined });
       let address;
       try { address = await gateway.start(); } catch (err) { throw new CliError((err as Error).message); }
       const base = `http://${address.host.includes(':') ? `[${address.host}]` : address.host}:${address.port}`;

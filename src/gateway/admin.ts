@@ -1,6 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';
+import type { Approvals } from '../approvals/index.js';
 import { loadPolicyFile } from '../policy/index.js';
 import { Catalog, recordSummary } from '../risk/catalog.js';
 import { toolgateHome, type StateStore } from '../state/index.js';
@@ -8,11 +9,13 @@ import { AdminError, own, send, since } from './admin-http.js';
 import { handlePolicies, type PolicyDeps } from './admin-policies.js';
 import { handleServers, type ServerDeps } from './admin-servers.js';
 import type { GatewayConfig } from './config.js';
+import { ApprovalApiError, handleApprovalsApi } from './approvals-api.js';
 import type { Grants } from './grants.js';
 
 export interface AdminDeps extends PolicyDeps, ServerDeps {
   state: StateStore;
   grants: Grants;
+  approvals: Approvals;
 }
 
 export { AdminError };
@@ -102,6 +105,13 @@ export async function handleAdmin(req: IncomingMessage, res: ServerResponse, url
   }
   if (await handleServers(req, res, url, path, input, deps)) return;
   if (path.startsWith('/api/policies/') && await handlePolicies(res, path, method, input, deps)) return;
-  if (path === '/api/approvals') throw new AdminError(501, 'human approval is not built yet: calls that need approval are denied, saying so');
+  try {
+    if (path === '/api/approvals' || path.startsWith('/api/approvals/')) {
+      if (await handleApprovalsApi(req, res, path, url, input, deps.approvals)) return;
+    }
+  } catch (err) {
+    if (err instanceof ApprovalApiError) throw new AdminError(err.status, err.message);
+    throw err;
+  }
   throw new AdminError(404, `no such admin endpoint: ${method} ${url.pathname}`);
 }

@@ -4,6 +4,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { Approvals, cliHowTo } from '../approvals/index.js';
 import type { AuditLog } from '../audit/index.js';
 import { CompiledPolicy, Engine } from '../engine/index.js';
 import type { Logger } from '../log.js';
@@ -29,6 +30,10 @@ export interface GatewayOptions {
   state: StateStore;
   audit: AuditLog;
   log: Logger;
+  /** What the approve command printed for people needs to reach this gateway's state, e.g. `-c toolgate.yaml`. */
+  stateFlag?: string;
+  /** First delay between webhook retries (default 1 s). */
+  webhookBackoffMs?: number;
 }
 
 interface Live {
@@ -58,6 +63,8 @@ function listenHost(config: GatewayConfig): string {
  */
 export class Gateway {
   readonly metrics = new GatewayMetrics();
+  readonly approvals: Approvals;
+  private readonly stopApprovalMetrics: () => void;
   private config: GatewayConfig;
   private readonly grants: Grants;
   private readonly sessions = new Map<string, Live>();
@@ -77,6 +84,16 @@ export class Gateway {
     this.config = opts.config;
     this.dashboard = new Dashboard({ config: () => this.config, audit: opts.audit });
     this.grants = new Grants(opts.state.grants);
+    this.approvals = new Approvals({
+      store: opts.state.approvals,
+      audit: opts.audit,
+      log: opts.log,
+      howTo: cliHowTo(opts.stateFlag),
+      onHeld: (a, notice) => opts.log.info({ server: a.server, tool: a.tool, approval: a.id }, notice),
+      webhook: (server) => this.config.servers[server]?.approvals?.webhook,
+      webhookBackoffMs: opts.webhookBackoffMs,
+    });
+    this.stopApprovalMetrics = this.watchApprovalMetrics();
     this.http = createServer((req, res) => {
       this.handle(req, res).catch((err: Error) => {
         if (err instanceof HttpError) return sendHttpError(res, err);
@@ -132,9 +149,24 @@ export class Gateway {
     for (const live of this.sessions.values()) if (!config.servers[live.server]) void this.close(live, 'the server was removed from the configuration');
   }
 
+  /** Pending count read at each scrape; outcomes and time to decision counted as they happen, in any process. */
+  private watchApprovalMetrics(): () => void {
+    const store = this.opts.state.approvals;
+    this.metrics.pendingCount = async () => (await store.list({ status: 'pending', limit: 100_000 })).length;
+    return store.watch((a) => {
+      if (a.status === 'pending') return;
+      this.metrics.approvalDecisions.inc({ outcome: a.status });
+      if (a.decidedAt !== undefined && (a.status === 'approved' || a.status === 'denied' || a.status === 'timeout')) {
+        this.metrics.approvalSeconds.observe({ outcome: a.status }, (a.decidedAt - a.requestedAt) / 1000);
+      }
+    });
+  }
+
   async stop(): Promise<void> {
     clearInterval(this.reaper);
     this.stopping.abort();
+    this.stopApprovalMetrics();
+    this.approvals.close();
     for (const stop of this.watchers.values()) stop();
     await Promise.all([...this.sessions.values()].map((l) => this.close(l, 'the gateway is stopping')));
     await new Promise<void>((resolve) => this.http.close(() => resolve()));
@@ -224,6 +256,7 @@ export class Gateway {
           config: () => this.config, state: this.opts.state, audit: this.opts.audit, grants: this.grants,
           sessions: (server) => [...this.sessions.values()].filter((l) => l.server === server).length,
           listings: this.listings, applyPolicy: (file, result) => this.applyPolicy(file, result), stopping: this.stopping.signal,
+          approvals: this.approvals,
         });
       } catch (err) {
         if (err instanceof AdminError) throw new HttpError(err.status, err.message);
@@ -374,6 +407,7 @@ export class Gateway {
       identity: { sessionId: id, serverName: name, grant: { label: grant.label, tags: grant.tags } },
       log,
       pins: new PinGuard(state.pins, name, log),
+      approvals: this.approvals,
       onToolsListed: policy ? undefined : recommendedPolicyFeed(engine, name, () => session, log),
       observe: {
         decision: (tool, decision, rule, seconds) => {

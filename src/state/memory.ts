@@ -1,3 +1,4 @@
+import { MemoryApprovalStore } from './memory-approvals.js';
 import type { Charge, CounterStore, FlagStore, Grant, GrantStore, KillScope, KillSwitchState, PinStore, StateStore } from './types.js';
 
 interface Cell { value: number; expiresAt: number }
@@ -99,5 +100,5 @@ export class MemoryGrantStore implements GrantStore {
 }
 
 export function openMemoryState(): StateStore {
-  return { kind: 'memory', counters: new MemoryCounterStore(), flags: new MemoryFlagStore(), pins: new MemoryPinStore(), grants: new MemoryGrantStore(), close: async () => {} };
+  return { kind: 'memory', counters: new MemoryCounterStore(), flags: new MemoryFlagStore(), pins: new MemoryPinStore(), grants: new MemoryGrantStore(), approvals: new MemoryApprovalStore(), close: async () => {} };
 }

@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
+import { SqliteApprovalStore } from './sqlite-approvals.js';
 import type { Charge, CounterStore, FlagStore, Grant, GrantStore, KillScope, KillSwitchState, PinStore, StateStore } from './types.js';
 
 /**
@@ -251,12 +252,14 @@ export class SqliteGrantStore implements GrantStore {
 export function openSqliteState(file: string): StateStore {
   const db = openDatabase(file);
   const dataVersion = new DataVersion(db);
+  const approvals = new SqliteApprovalStore(db);
   return {
     kind: 'sqlite',
     counters: new SqliteCounterStore(db),
     flags: new SqliteFlagStore(db, dataVersion),
     pins: new SqlitePinStore(db),
     grants: new SqliteGrantStore(db, dataVersion),
-    close: async () => { closeDatabase(db); },
+    approvals,
+    close: async () => { approvals.stop(); closeDatabase(db); },
   };
 }
