@@ -50,9 +50,9 @@ export async function render(view) {
         h('button', { type: 'button', class: 'danger', 'aria-label': `Deny ${a.tool} ${a.id}`, onclick: () => decide(a, 'deny') }, 'Deny'),
         h('button', { type: 'button', 'aria-label': `Approve ${a.tool} ${a.id}`, onclick: () => decide(a, 'approve') }, 'Approve'))))));
   };
-  const drawRecent = () => replace(recentBox, table(['decided', 'tool', 'grant', 'status', 'by', 'reason'], current.recent.map((a) => h('tr', {},
-    h('td', {}, dateTime(a.decidedAt ?? a.requestedAt)), h('td', { class: 'wrap' }, a.tool), h('td', {}, a.grant),
-    h('td', {}, badge(a.status, `d-${a.status === 'denied' ? 'deny' : a.status}`)), h('td', {}, a.decidedBy ?? '—'), h('td', { class: 'wrap' }, a.decisionReason ?? '—'))),
+  const drawRecent = () => replace(recentBox, table(['tool', 'status', 'reason', '·grant', '·by', '·decided'], current.recent.map((a) => h('tr', {},
+    h('td', { class: 'wrap' }, a.tool), h('td', {}, badge(a.status, `d-${a.status === 'denied' ? 'deny' : a.status}`)), h('td', { class: 'wrap' }, a.decisionReason ?? '—'),
+    h('td', { class: 'hide-phone' }, a.grant), h('td', { class: 'hide-phone' }, a.decidedBy ?? '—'), h('td', { class: 'hide-phone' }, dateTime(a.decidedAt ?? a.requestedAt)))),
   { empty: 'No decisions yet.' }));
 
   const refresh = async () => {
