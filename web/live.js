@@ -4,11 +4,6 @@ import { api, decisionBadge, failure, h, replace, table, time } from './ui.js';
 
 const MAX_ROWS = 500;
 
-/** Audit rows (from /api/audit) and live events (from the stream) in one shape. */
-function fromRow(r) {
-  return { ts: r.ts, kind: r.kind, server: r.server, grant: r.grant_label, tool: r.tool, decision: r.decision, rule: r.rule, message: r.message, client: r.client };
-}
-
 function chart(buckets) {
   const w = 600;
   const hgt = 140;
@@ -37,7 +32,7 @@ function chart(buckets) {
 
 export async function render(view) {
   const [servers, backlog, traffic] = await Promise.all([api('/api/servers'), api('/api/audit?limit=200'), api('/api/traffic?since=1h&bucket=1m')]);
-  const events = backlog.filter((r) => r.kind === 'call' || r.decision).map(fromRow).reverse();
+  const events = backlog.filter((r) => r.kind === 'call' || r.decision).reverse();
   const buckets = traffic;
 
   const field = (id, label, control) => h('div', { class: 'field' }, h('label', { for: id }, label), control);
@@ -48,7 +43,7 @@ export async function render(view) {
     decision: h('select', { id: 'f-decision' }, ['', 'allow', 'deny', 'shadow_deny', 'approval_requested', 'approved', 'rejected', 'timeout', 'unused', 'error'].map((d) => h('option', { value: d }, d || 'any decision'))),
   };
   const matches = (e) => (!filters.server.value || e.server === filters.server.value)
-    && (!filters.grant.value || (e.grant ?? '').includes(filters.grant.value.trim()))
+    && (!filters.grant.value || (e.grant_label ?? '').includes(filters.grant.value.trim()))
     && (!filters.tool.value || (e.tool ?? '').includes(filters.tool.value.trim()))
     && (!filters.decision.value || e.decision === filters.decision.value);
 
@@ -60,7 +55,7 @@ export async function render(view) {
   const draw = () => {
     const shown = events.filter(matches).slice(0, 200);
     replace(rowsBox, table(['time', 'tool', 'decision', 'grant', '·server', 'rule', '·message'], shown.map((e) => h('tr', {},
-      h('td', {}, time(e.ts)), h('td', { class: 'wrap' }, e.tool ?? e.kind), h('td', {}, decisionBadge(e.decision)), h('td', {}, e.grant ?? '—'),
+      h('td', {}, time(e.ts)), h('td', { class: 'wrap' }, e.tool ?? e.kind), h('td', {}, decisionBadge(e.decision)), h('td', {}, e.grant_label ?? '—'),
       h('td', { class: 'hide-phone' }, e.server ?? '—'), h('td', { class: 'mono wrap' }, e.rule ?? '—'), h('td', { class: 'wrap hide-phone' }, e.message ?? ''))),
     { empty: events.length ? 'No event matches the filters.' : 'No calls yet: they appear here as they happen.' }));
   };

@@ -80,21 +80,8 @@ export interface AuditSummary {
   topDenialsLastHour: { server: string | null; tool: string | null; rule: string | null; count: number }[];
 }
 
-/** An event as it is appended, for live views: no argument values, only their keys. */
-export interface LiveAuditEvent {
-  ts: string;
-  instance: string;
-  kind: AuditKind;
-  server: string | null;
-  grant: string | null;
-  session: string | null;
-  client: string | null;
-  tool: string | null;
-  decision: AuditDecision | null;
-  rule: string | null;
-  message: string | null;
-  argKeys: string[];
-}
+/** An event as it is appended, for live views: the row's fields that exist before it is stored (argument keys, never values). */
+export type LiveAuditEvent = Pick<AuditRow, 'ts' | 'instance' | 'kind' | 'server' | 'grant_label' | 'session' | 'client' | 'tool' | 'decision' | 'rule' | 'message' | 'arg_keys'>;
 
 /** Calls per time bucket, for charts. `held` counts calls that waited for a human. */
 export interface TrafficBucket { t: string; calls: number; denied: number; held: number }
@@ -270,9 +257,8 @@ export class AuditLog {
 
   private tell(entry: JournalEntry, e: AuditEvent): void {
     const live: LiveAuditEvent = {
-      ts: entry[1]!, instance: this.instance, kind: e.kind, server: e.server ?? null, grant: e.grant ?? null, session: e.session ?? null,
-      client: e.client ?? null, tool: e.tool ?? null, decision: e.decision ?? null, rule: e.rule ?? null, message: e.message ?? null,
-      argKeys: e.args ? Object.keys(e.args) : [],
+      ts: entry[1]!, instance: this.instance, kind: e.kind, server: e.server ?? null, grant_label: e.grant ?? null, session: e.session ?? null,
+      client: e.client ?? null, tool: e.tool ?? null, decision: e.decision ?? null, rule: e.rule ?? null, message: e.message ?? null, arg_keys: entry[12],
     };
     for (const listener of this.listeners) {
       try { listener(live); } catch { /* a listener's failure is its own */ }

@@ -117,9 +117,9 @@ export async function handleServers(req: IncomingMessage, res: ServerResponse, u
   return false;
 }
 
-const FILTERS = [['server', 'server'], ['grant', 'grant'], ['tool', 'tool'], ['decision', 'decision']] as const;
+const FILTERS = [['server', 'server'], ['grant', 'grant_label'], ['tool', 'tool'], ['decision', 'decision']] as const;
 
-/** Server-sent events: every audit event of this process as it is appended, optionally filtered. */
+/** Server-sent events: every audit event of this process as it is appended (a row of /api/audit before it is stored), optionally filtered. */
 function stream(req: IncomingMessage, res: ServerResponse, q: URLSearchParams, audit: AuditLog, stopping: AbortSignal): void {
   const want = FILTERS.flatMap(([param, field]) => (q.get(param) ? [[field, q.get(param)!] as const] : []));
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', connection: 'keep-alive', 'x-accel-buffering': 'no' });
