@@ -137,7 +137,7 @@ describe('dashboard at /ui', () => {
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByText('that is not the admin token').waitFor();
     await page.getByLabel('Admin token').fill(ADMIN);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.keyboard.press('Enter');
     await page.getByRole('heading', { level: 1, name: 'Servers' }).waitFor();
     assert.ok(!page.url().includes(ADMIN), 'the token is not in the URL');
     const [cookie] = await context.cookies(base);

@@ -23,14 +23,15 @@ export function countBadges(counts) {
   return h('div', { class: 'badges', 'aria-label': 'tools per category' }, CATEGORIES.map((c) => catBadge(c, `${c} ${counts[c] ?? 0}`)));
 }
 
-/** The server record: identity, auth posture, capabilities, categories, riskiest and every tool. */
-export function serverRecord(r, toolHref) {
+/** The server record: identity, auth posture, capabilities, categories, riskiest and every tool; `now` goes under the heading. */
+export function serverRecord(r, toolHref, now = null) {
   const id = r.identity;
   const caps = r.capabilities;
   return h('article', {},
     h('div', { class: 'card-head' }, gradeBox(r.grade.letter, true), h('div', {},
       h('h1', {}, `${title(r)}: Risk & Policy`),
       h('p', { class: 'muted' }, r.grade.reasons.join('; ') || 'no risky tools'))),
+    now,
     h('h2', {}, 'Identity'),
     h('dl', { class: 'facts' },
       h('dt', {}, 'server'), h('dd', {}, `${id.serverInfo.name} ${id.serverInfo.version ?? ''}`),
@@ -46,7 +47,9 @@ export function serverRecord(r, toolHref) {
     table(['tool', 'category', 'risk', 'verdict'], r.tools.map((t) => h('tr', {},
       h('td', { class: 'wrap' }, h('a', { href: toolHref(t.name) }, t.name)),
       h('td', {}, catBadge(t.classification.category)), h('td', {}, t.classification.risk), h('td', {}, verdictBadge(t.verdict))))),
-    h('h2', {}, 'Recommended policy'), h('pre', {}, h('code', {}, JSON.stringify(r.recommendedPolicy, null, 2))));
+    h('h2', {}, 'Recommended policy'),
+    h('details', {}, h('summary', {}, `Show it (${Object.keys(r.recommendedPolicy.tools ?? {}).length} tool entries, default ${r.recommendedPolicy.default})`),
+      h('pre', {}, h('code', {}, JSON.stringify(r.recommendedPolicy, null, 2)))));
 }
 
 /** A tool record with the seeds' sections: what it does, why it needs a policy, attacks, verdict, FAQ. */

@@ -89,15 +89,16 @@ export async function detail(view, name) {
   const again = () => detail(view, name);
   replace(view,
     h('p', {}, h('a', { href: '#/servers' }, '← Servers')),
-    serverRecord(r, (tool) => `#/servers/${enc(name)}/tools/${enc(tool)}`),
-    h('h2', {}, 'Pins'), pinSection(name, d, again),
-    h('h2', {}, 'Now'),
-    h('dl', { class: 'facts' },
+    serverRecord(r, (tool) => `#/servers/${enc(name)}/tools/${enc(tool)}`, [
+      h('h2', {}, 'Now'),
+      h('dl', { class: 'facts' },
       h('dt', {}, 'live sessions'), h('dd', {}, String(d.sessions)),
       h('dt', {}, 'last minute'), h('dd', {}, `${d.lastMinute.calls} calls, ${d.lastMinute.denied} denied, ${d.lastMinute.held} held`),
-      h('dt', {}, 'kill switch'), h('dd', {}, d.killed ? h('strong', { class: 'killed' }, `on (${d.killed === '*' ? 'gateway-wide' : 'this server'})`) : 'off')),
-    h('div', { class: 'links' }, h('a', { href: `#/policy/${enc(name)}` }, 'Policy and verdicts'), h('a', { href: '#/live' }, 'Live traffic'),
-      h('button', { type: 'button', class: 'ghost small', onclick: async () => { await api(`/api/servers/${enc(name)}/record?refresh=1`); again(); } }, 'List again')));
+        h('dt', {}, 'kill switch'), h('dd', {}, d.killed ? h('strong', { class: 'killed' }, `on (${d.killed === '*' ? 'gateway-wide' : 'this server'})`) : 'off')),
+      h('div', { class: 'links' }, h('a', { href: `#/policy/${enc(name)}` }, 'Policy and verdicts'), h('a', { href: '#/live' }, 'Live traffic'),
+        h('button', { type: 'button', class: 'ghost small', onclick: async () => { await api(`/api/servers/${enc(name)}/record?refresh=1`); again(); } }, 'List again')),
+      h('h2', {}, 'Pins'), pinSection(name, d, again),
+    ]));
 }
 
 export async function tool(view, name, toolName) {
