@@ -44,9 +44,9 @@ export function serverRecord(r, toolHref, now = null) {
     h('p', {}, `tools ${caps.tools.count}, resources ${caps.resources.count} (+${caps.resources.templates} templates), prompts ${caps.prompts.count}, logging ${caps.logging ? 'yes' : 'no'}, completions ${caps.completions ? 'yes' : 'no'}`),
     h('h2', {}, 'Tools by category'), countBadges(r.counts),
     h('h2', {}, 'Every tool'),
-    table(['tool', 'category', 'risk', 'verdict'], r.tools.map((t) => h('tr', {},
+    table(['tool', 'category', '·risk', 'verdict'], r.tools.map((t) => h('tr', {},
       h('td', { class: 'wrap' }, h('a', { href: toolHref(t.name) }, t.name)),
-      h('td', {}, catBadge(t.classification.category)), h('td', {}, t.classification.risk), h('td', {}, verdictBadge(t.verdict))))),
+      h('td', {}, catBadge(t.classification.category)), h('td', { class: 'hide-phone' }, t.classification.risk), h('td', {}, verdictBadge(t.verdict))))),
     h('h2', {}, 'Recommended policy'),
     h('details', {}, h('summary', {}, `Show it (${Object.keys(r.recommendedPolicy.tools ?? {}).length} tool entries, default ${r.recommendedPolicy.default})`),
       h('pre', {}, h('code', {}, JSON.stringify(r.recommendedPolicy, null, 2)))));
