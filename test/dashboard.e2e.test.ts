@@ -384,3 +384,30 @@ describe('dashboard at /ui', () => {
     assert.equal(res.status, 401);
   });
 });
+
+describe('admin event streams', () => {
+  it('end when the gateway stops, so an open dashboard never holds up shutdown', { timeout: 20_000 }, async () => {
+    const dir = tempDir('toolgate-streams-');
+    const state = openSqliteState(join(dir, 'state.db'));
+    const audit = new AuditLog(join(dir, 'audit.db'));
+    const gateway = new Gateway({ config: GatewayConfigSchema.parse({ listen: '127.0.0.1:0', admin: { token: ADMIN } }), state, audit, log: pino({ level: 'silent' }) });
+    const { port } = await gateway.start();
+    const open = async (path: string) => {
+      const res = await fetch(`http://127.0.0.1:${port}${path}`, { headers: { authorization: `Bearer ${ADMIN}` } });
+      assert.equal(res.headers.get('content-type'), 'text/event-stream');
+      const reader = res.body!.getReader();
+      await reader.read();
+      return reader;
+    };
+    const streams = [await open('/api/audit/stream'), await open('/api/approvals/stream')];
+    await gateway.stop();
+    for (const reader of streams) {
+      let done = false;
+      while (!done) done = (await reader.read().catch(() => ({ done: true }))).done;
+      assert.ok(done, 'the stream ended');
+    }
+    audit.close();
+    await state.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+});

@@ -15,8 +15,6 @@ export interface ServerDeps {
   audit: AuditLog;
   listings: Listings;
   sessions(server: string): number;
-  /** Aborted when the gateway stops: long-lived streams end then. */
-  stopping: AbortSignal;
 }
 
 const catalog = () => new Catalog(join(toolgateHome(), 'catalog'));
@@ -111,7 +109,7 @@ export async function handleServers(req: IncomingMessage, res: ServerResponse, u
     return true;
   }
   if (path === '/api/audit/stream' && method === 'GET') {
-    stream(req, res, q, deps.audit, deps.stopping);
+    stream(res, q, deps.audit);
     return true;
   }
   return false;
@@ -120,7 +118,7 @@ export async function handleServers(req: IncomingMessage, res: ServerResponse, u
 const FILTERS = [['server', 'server'], ['grant', 'grant_label'], ['tool', 'tool'], ['decision', 'decision']] as const;
 
 /** Server-sent events: every audit event of this process as it is appended (a row of /api/audit before it is stored), optionally filtered. */
-function stream(req: IncomingMessage, res: ServerResponse, q: URLSearchParams, audit: AuditLog, stopping: AbortSignal): void {
+function stream(res: ServerResponse, q: URLSearchParams, audit: AuditLog): void {
   const want = FILTERS.flatMap(([param, field]) => (q.get(param) ? [[field, q.get(param)!] as const] : []));
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', connection: 'keep-alive', 'x-accel-buffering': 'no' });
   res.write('retry: 2000\n\n');
@@ -129,9 +127,5 @@ function stream(req: IncomingMessage, res: ServerResponse, q: URLSearchParams, a
   });
   const keepAlive = setInterval(() => res.write(': keep-alive\n\n'), 15_000);
   keepAlive.unref();
-  const end = () => { stop(); clearInterval(keepAlive); stopping.removeEventListener('abort', close); };
-  const close = () => { end(); res.end(); };
-  stopping.addEventListener('abort', close);
-  req.on('close', end);
-  res.on('error', end);
+  res.on('close', () => { stop(); clearInterval(keepAlive); });
 }

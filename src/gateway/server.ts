@@ -78,7 +78,8 @@ export class Gateway {
   private localOrigins = new Set<string>();
   private readonly dashboard: Dashboard;
   private readonly listings = new Listings();
-  private readonly stopping = new AbortController();
+  /** Admin responses still open after their handler returned: event streams, ended when the gateway stops. */
+  private readonly streams = new Set<ServerResponse>();
 
   constructor(private readonly opts: GatewayOptions) {
     this.config = opts.config;
@@ -164,7 +165,7 @@ export class Gateway {
 
   async stop(): Promise<void> {
     clearInterval(this.reaper);
-    this.stopping.abort();
+    for (const res of this.streams) res.end();
     this.stopApprovalMetrics();
     this.approvals.close();
     for (const stop of this.watchers.values()) stop();
@@ -255,9 +256,13 @@ export class Gateway {
         await handleAdmin(req, res, url, body, {
           config: () => this.config, state: this.opts.state, audit: this.opts.audit, grants: this.grants,
           sessions: (server) => [...this.sessions.values()].filter((l) => l.server === server).length,
-          listings: this.listings, applyPolicy: (file, result) => this.applyPolicy(file, result), stopping: this.stopping.signal,
+          listings: this.listings, applyPolicy: (file, result) => this.applyPolicy(file, result),
           approvals: this.approvals,
         });
+        if (!res.writableEnded) {
+          this.streams.add(res);
+          res.on('close', () => this.streams.delete(res));
+        }
       } catch (err) {
         if (err instanceof AdminError) throw new HttpError(err.status, err.message);
         throw err;
