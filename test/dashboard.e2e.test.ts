@@ -20,6 +20,13 @@ import { BIN, denialText, EVERYTHING, FIXTURES, tempDir, testEnv, writePolicy } 
 
 const exec = promisify(execFile);
 
+/** The status of a request, its body read to the end (an unread body keeps its connection open). */
+async function statusOf(url: string, init?: RequestInit): Promise<number> {
+  const res = await fetch(url, init);
+  await res.arrayBuffer();
+  return res.status;
+}
+
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const ADMIN = 'dashboard-admin-token-0123456789abcdef';
 const ENV_SECRET = 'upstream-env-credential-5f1e9a';
@@ -122,10 +129,8 @@ describe('dashboard at /ui', () => {
   }
 
   it('refuses the API without a session, and the sign-in page carries no secret', async () => {
-    const res = await fetch(`${base}/api/servers`);
-    assert.equal(res.status, 401);
-    const session = await fetch(`${base}/ui/session`);
-    assert.equal(session.status, 401);
+    assert.equal(await statusOf(`${base}/api/servers`), 401);
+    assert.equal(await statusOf(`${base}/ui/session`), 401);
     await page.goto(`${base}/ui`);
     await page.getByLabel('Admin token').waitFor({ timeout: 5000 }).catch(() => { throw new Error(`the sign-in form did not show: ${pageErrors.join('; ')}`); });
     assert.equal(new URL(page.url()).pathname, '/ui/');
@@ -330,16 +335,16 @@ describe('dashboard at /ui', () => {
     const res = await posted;
     assert.ok(res.status() === 401 || res.status() === 403, `refused with ${res.status()}`);
     await evilPage.close();
-    evil.close();
+    evil.closeAllConnections();
+    await new Promise<void>((r) => evil.close(() => r()));
     assert.deepEqual((await state.flags.listKillSwitches()).filter((k) => k.on), [], 'the kill switch stayed off');
 
     const [cookie] = await context.cookies(base);
-    const noCsrf = await fetch(`${base}/api/kill-switch`, { method: 'POST', headers: { cookie: `${cookie.name}=${cookie.value}`, origin: base, 'content-type': 'application/json' }, body: '{"on":true}' });
-    assert.equal(noCsrf.status, 403);
-    const foreign = await fetch(`${base}/api/kill-switch`, { method: 'POST', headers: { cookie: `${cookie.name}=${cookie.value}`, origin: 'http://evil.example', 'content-type': 'application/json' }, body: '{"on":true}' });
-    assert.equal(foreign.status, 403);
-    const read = await fetch(`${base}/api/servers`, { headers: { cookie: `${cookie.name}=${cookie.value}` } });
-    assert.equal(read.status, 200, 'the cookie alone is enough to read');
+    const noCsrf = await statusOf(`${base}/api/kill-switch`, { method: 'POST', headers: { cookie: `${cookie.name}=${cookie.value}`, origin: base, 'content-type': 'application/json' }, body: '{"on":true}' });
+    assert.equal(noCsrf, 403);
+    const foreign = await statusOf(`${base}/api/kill-switch`, { method: 'POST', headers: { cookie: `${cookie.name}=${cookie.value}`, origin: 'http://evil.example', 'content-type': 'application/json' }, body: '{"on":true}' });
+    assert.equal(foreign, 403);
+    assert.equal(await statusOf(`${base}/api/servers`, { headers: { cookie: `${cookie.name}=${cookie.value}` } }), 200, 'the cookie alone is enough to read');
   });
 
   it('never shows an admin token, a grant token or an upstream credential in any page or API response', () => {
@@ -367,12 +372,13 @@ describe('dashboard at /ui', () => {
   it('signs in without JavaScript too (a form post), and refuses a forged or tampered cookie', async () => {
     const form = await fetch(`${base}/ui/session`, { method: 'POST', redirect: 'manual', headers: { origin: base, 'content-type': 'application/x-www-form-urlencoded' }, body: `token=${encodeURIComponent(ADMIN)}` });
     assert.equal(form.status, 303);
+    await form.arrayBuffer();
     const cookie = form.headers.get('set-cookie')!.split(';')[0];
-    assert.equal((await fetch(`${base}/api/servers`, { headers: { cookie } })).status, 200);
+    assert.equal(await statusOf(`${base}/api/servers`, { headers: { cookie } }), 200);
     const tampered = cookie.replace(/=(\d+)\./, (_, exp: string) => `=${Number(exp) + 1000}.`);
-    assert.equal((await fetch(`${base}/api/servers`, { headers: { cookie: tampered } })).status, 401);
-    const crossSite = await fetch(`${base}/ui/session`, { method: 'POST', redirect: 'manual', headers: { origin: 'http://evil.example', 'content-type': 'application/x-www-form-urlencoded' }, body: `token=${encodeURIComponent(ADMIN)}` });
-    assert.equal(crossSite.status, 403);
+    assert.equal(await statusOf(`${base}/api/servers`, { headers: { cookie: tampered } }), 401);
+    const crossSite = await statusOf(`${base}/ui/session`, { method: 'POST', redirect: 'manual', headers: { origin: 'http://evil.example', 'content-type': 'application/x-www-form-urlencoded' }, body: `token=${encodeURIComponent(ADMIN)}` });
+    assert.equal(crossSite, 403);
   });
 
   it('signs out: the cookie no longer opens the API', async () => {
@@ -380,8 +386,7 @@ describe('dashboard at /ui', () => {
     await go('#/servers', 'Servers');
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByLabel('Admin token').waitFor();
-    const res = await fetch(`${base}/api/servers`, { headers: { cookie: `${cookie.name}=${cookie.value}` } });
-    assert.equal(res.status, 401);
+    assert.equal(await statusOf(`${base}/api/servers`, { headers: { cookie: `${cookie.name}=${cookie.value}` } }), 401);
   });
 });
 
