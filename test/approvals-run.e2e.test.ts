@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -13,14 +14,14 @@ const ME = `cli:${userInfo().username}`;
 interface Run { client: Client; home: string; record: string; stderr: () => string; close(): Promise<void> }
 
 /** An SDK client on `toolgate run` (with -p POLICY, or none: the recommended policy) wrapping the recording server. */
-async function startRun(opts: { policy?: unknown; elicit?: (req: unknown) => ElicitResult } = {}): Promise<Run> {
+async function startRun(opts: { policy?: unknown; elicit?: (req: unknown) => ElicitResult; env?: Record<string, string> } = {}): Promise<Run> {
   const home = tempDir();
   const record = join(home, 'calls.jsonl');
   const policyArgs = opts.policy ? ['-p', writePolicy(home, opts.policy)] : [];
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [BIN, 'run', ...policyArgs, '--name', 'rec', '--', process.execPath, RECORDING],
-    env: testEnv(home, { RECORD_FILE: record }),
+    env: testEnv(home, { RECORD_FILE: record, ...opts.env }),
     stderr: 'pipe',
   });
   let stderr = '';
@@ -35,7 +36,11 @@ const call = (run: Run, name: string, args: Record<string, unknown>, extra: obje
 
 describe('toolgate run: human approval', () => {
   it('with no -p and a first request that is tools/call: reads allowed, Write and Execute limited, Destructive held until approved from the CLI', async () => {
-    const run = await startRun();
+    // One tool per tools/list page: toolgate must follow every page.
+    const run = await startRun({ env: { TOOLS_PAGE_SIZE: '1' } });
+    const watch = spawn(process.execPath, [BIN, 'approvals', 'list', '--watch', '--json'], { env: testEnv(run.home) });
+    let watched = '';
+    watch.stdout.on('data', (d: Buffer) => { watched += d.toString(); });
     try {
       // No tools/list from the client: toolgate listed the tools itself before deciding.
       assert.equal(denialText(await call(run, 'read_note', { name: 'a' })), undefined);
@@ -51,6 +56,8 @@ describe('toolgate run: human approval', () => {
       assert.equal(pending.server, 'rec');
       assert.equal(pending.grant, 'local');
       assert.match(pending.id, /^[2-9a-z]{10}$/);
+      const line = await until(() => watched.split('\n').find((l) => l.includes(pending.id)), 'the watcher to print it');
+      assert.deepEqual(JSON.parse(line).args, { path: '/tmp/x', api_token: '***' });
       assert.ok(!recorded(run.record).some((c) => c.tool === 'delete_file'), 'not forwarded before approval');
       // While it waits, other calls of the same session go through.
       assert.equal(denialText(await call(run, 'read_note', { name: 'b' })), undefined);
@@ -65,9 +72,16 @@ describe('toolgate run: human approval', () => {
       assert.equal(again.code, 1);
       assert.match(again.stderr, /already approved by .* and used/);
       assert.equal((await auditRows(run.home, 'approval_requested')).length, 1);
+
+      // A tool added later (list_changed): toolgate lists again and the new Destructive tool is held, not unknown.
+      assert.equal(denialText(await call(run, 'add_tool', {})), undefined);
+      await assert.rejects(call(run, 'purge_notes', {}, { timeout: 500 }), /timed out/i);
+      assert.ok((await pendingApprovals(run.home)).some((a) => a.tool === 'purge_notes'));
+      assert.ok(!recorded(run.record).some((c) => c.tool === 'purge_notes'));
       const [row] = await auditRows(run.home, 'approved');
       assert.match(row.message, new RegExp(`approved by ${ME}`));
     } finally {
+      watch.kill();
       await run.close();
     }
   });

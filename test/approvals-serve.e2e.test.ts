@@ -159,6 +159,7 @@ describe('toolgate serve: human approval', () => {
     assert.match(text, new RegExp(`event: pending\\ndata: \\{"id":"${pending.id}"`));
     events.abort();
     const denied = await api(serve.base, `/api/approvals/${pending.id}/deny`, { reason: 'wrong server' });
+    assert.equal((await fetch(`${serve.base}/api/approvals/${pending.id}/approve`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}` } })).status, 409, 'no body is fine; decided once');
     assert.equal(denied.status, 200);
     assert.equal(denied.json.status, 'denied');
     assert.equal(denialText(await held), '[POLICY DENIED] Denied by api:admin: wrong server');

@@ -8,6 +8,7 @@ import { cliHowTo, heldNotice, type HowTo } from './text.js';
 import { webhookBody, WebhookSender, type WebhookConfig } from './webhook.js';
 
 export { bindingOf, newApprovalId, normaliseApprovalId } from './ids.js';
+export { elicitationDecision, elicitationParams } from './elicitation.js';
 export { approvalView, cliHowTo, formatDuration, outcomeMessage, retryMessage, waitingMessage, type HowTo } from './text.js';
 export { signature, SIGNATURE_HEADER, TIMESTAMP_HEADER, DELIVERY_HEADER, type WebhookConfig } from './webhook.js';
 
@@ -143,7 +144,7 @@ export class Approvals {
   }
 
   private async timeOut(id: string): Promise<void> {
-    const decided = await this.opts.store.decide(id, { status: 'timeout', by: 'toolgate', at: Math.max(this.now(), 0) });
+    const decided = await this.opts.store.decide(id, { status: 'timeout', by: 'toolgate', at: this.now() });
     if (decided) {
       this.audit(decided, 'timeout', `${id}: no decision in time`);
       this.wake(decided);

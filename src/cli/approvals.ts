@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { ApprovalError, Approvals, approvalView, formatDuration } from '../approvals/index.js';
 import { createLogger } from '../log.js';
 import type { Approval } from '../state/index.js';
-import { CliError, printJson, stores, type ConfigStateFlags } from './common.js';
+import { CliError, printJson, stateOptions as common, stores, type ConfigStateFlags } from './common.js';
 
 interface ApprovalFlags extends ConfigStateFlags { json?: boolean; all?: boolean; watch?: boolean; reason?: string }
 
@@ -28,12 +28,6 @@ async function withApprovals(flags: ApprovalFlags, fn: (approvals: Approvals) =>
     await state.close();
   }
 }
-
-const common = (cmd: Command) => cmd
-  .option('-c, --config <file>', 'toolgate.yaml whose state to use')
-  .option('--state <dsn>', 'state store (default: sqlite under TOOLGATE_HOME)')
-  .option('--audit <file>', 'audit log file')
-  .option('--json', 'print JSON only');
 
 function decideCommand(parent: Command, verb: 'approve' | 'deny'): void {
   const cmd = parent.command(verb).description(verb === 'approve' ? 'let the held call through, once' : 'refuse the held call; the agent reads the reason')
@@ -73,13 +67,11 @@ export function registerApprovals(program: Command): void {
           shown.add(x.id);
           print(x);
         });
-        const end = () => { stop(); resolve(); };
+        // The store's poll timer does not keep the process alive on its own; this one does, and sweeps.
+        const alive = setInterval(() => { void a.sweep(); }, 5000);
+        const end = () => { stop(); clearInterval(alive); resolve(); };
         process.once('SIGINT', end);
         process.once('SIGTERM', end);
-        // The watcher's timer does not keep the process alive on its own.
-        const alive = setInterval(() => { void a.sweep(); }, 5000);
-        process.once('SIGINT', () => clearInterval(alive));
-        process.once('SIGTERM', () => clearInterval(alive));
       });
     }));
 

@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import type { Command } from 'commander';
 import { join, resolve } from 'node:path';
 import { AuditLog } from '../audit/index.js';
 import { loadGatewayConfig } from '../gateway/config.js';
@@ -69,3 +70,10 @@ export function stores(flags: ConfigStateFlags): { state: StateStore; audit: Aud
   }
   return { state: openStateOrFail(stateDsn({ state: dsn })), audit: new AuditLog(auditFile({ audit })) };
 }
+
+/** The options of every command that works on the gateway's state: -c FILE, --state, --audit, --json. */
+export const stateOptions = (cmd: Command): Command => cmd
+  .option('-c, --config <file>', 'toolgate.yaml whose state to use')
+  .option('--state <dsn>', 'state store (default: sqlite under TOOLGATE_HOME)')
+  .option('--audit <file>', 'audit log file')
+  .option('--json', 'print JSON only');

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import type { AuditLog } from '../audit/index.js';
 import { Grants } from '../gateway/grants.js';
-import { CliError, parseSince, printJson, stores, type ConfigStateFlags } from './common.js';
+import { CliError, parseSince, printJson, stateOptions as common, stores, type ConfigStateFlags } from './common.js';
 
 interface GrantFlags extends ConfigStateFlags { json?: boolean }
 
@@ -17,12 +17,6 @@ async function withGrants<T>(flags: GrantFlags, fn: (g: Grants, audit: AuditLog)
     await state.close();
   }
 }
-
-const common = (cmd: Command) => cmd
-  .option('-c, --config <file>', 'toolgate.yaml whose state to use')
-  .option('--state <dsn>', 'state store (default: sqlite under TOOLGATE_HOME)')
-  .option('--audit <file>', 'audit log file')
-  .option('--json', 'print JSON only');
 
 export function registerGrants(program: Command): void {
   const grants = program.command('grants').description('credentials for the gateway: create, list, rotate, revoke');

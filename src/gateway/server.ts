@@ -184,7 +184,8 @@ export class Gateway {
     }
   }
 
-  private readBody(req: IncomingMessage): Promise<unknown> {
+  /** The request's JSON body; with `allowEmpty`, an empty body is undefined (admin POSTs without options). */
+  private readBody(req: IncomingMessage, allowEmpty = false): Promise<unknown> {
     const max = sizeToBytes(this.config.sessions.max_body);
     const tooLarge = () => new HttpError(413, `the body is larger than ${this.config.sessions.max_body}`);
     if (Number(req.headers['content-length'] ?? 0) > max) return Promise.reject(tooLarge());
@@ -203,6 +204,7 @@ export class Gateway {
       req.on('error', reject);
       req.on('end', () => {
         if (size > max) return;
+        if (allowEmpty && size === 0) return resolve(undefined);
         try {
           resolve(JSON.parse((chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)).toString('utf8')));
         } catch {
@@ -251,7 +253,7 @@ export class Gateway {
         this.opts.audit.append({ kind: 'auth', decision: 'deny', message: `admin API: wrong or missing admin token (from ${req.socket.remoteAddress})` });
         throw new HttpError(401, 'the admin API needs Authorization: Bearer <admin token>', { 'www-authenticate': 'Bearer realm="toolgate-admin"' });
       }
-      const body = req.method === 'GET' || req.method === 'DELETE' ? undefined : await this.readBody(req);
+      const body = req.method === 'GET' || req.method === 'DELETE' ? undefined : await this.readBody(req, true);
       try {
         await handleAdmin(req, res, url, body, {
           config: () => this.config, state: this.opts.state, audit: this.opts.audit, grants: this.grants,

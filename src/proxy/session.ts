@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { outcomeMessage, retryMessage, waitingMessage, type Approvals } from '../approvals/index.js';
+import { elicitationDecision, elicitationParams, outcomeMessage, retryMessage, waitingMessage, type Approvals } from '../approvals/index.js';
 import type { AuditDecision, AuditLog, AuditRef } from '../audit/index.js';
+import type { Approval } from '../state/types.js';
 import { skeleton, type CallContext, type Decision, type Engine } from '../engine/index.js';
 import type { PinGuard } from './pins.js';
 import {
@@ -83,7 +84,7 @@ export class PolicySession {
   /** Messages that arrived while an asynchronous decision was pending: order is kept. */
   private backlog: unknown[] = [];
   /** Requests toolgate itself sends (its own tools/list upstream, elicitation to the client), by id key. */
-  private readonly own = new Map<string, { resolve(message: Json): void; related?: Id }>();
+  private readonly own = new Map<string, { to: 'client' | 'server'; resolve(message: Json): void; related?: Id }>();
   private ownSeq = 0;
   private readonly ownPrefix = `toolgate-${randomUUID().slice(0, 8)}-`;
   /** Toolgate's own listing of the server's tools, while it runs; tools/call waits for it. */
@@ -159,7 +160,7 @@ export class PolicySession {
     }
     const hasId = Object.hasOwn(message, 'id');
     if (!Object.hasOwn(message, 'method')) {
-      if (hasId && isValidId(message.id) && this.answerOwn(message)) return;
+      if (hasId && isValidId(message.id) && this.answerOwn(message, 'client')) return;
       // A response to a server→client request (sampling, elicitation, roots, ping).
       if (hasId && (Object.hasOwn(message, 'result') || Object.hasOwn(message, 'error'))) this.opts.toServer(message);
       else this.reject(null, INVALID_REQUEST, 'Invalid request: no method, result or error');
@@ -361,43 +362,39 @@ export class PolicySession {
   }
 
   /** Asks the client's user (MCP elicitation) to approve or deny; their answer decides the approval. */
-  private elicit(approval: { id: string; tool: string; args: unknown; reason: string; expiresAt: number }, related: Id): void {
+  private elicit(approval: Approval, related: Id): void {
     const approvals = this.opts.approvals!;
-    const args = JSON.stringify(approval.args, null, 2);
-    const request = this.ownRequest('elicitation/create', {
-      message: `Toolgate is holding a call to "${approval.tool}" for approval ${approval.id}. ${approval.reason}\nArguments (secrets masked):\n${args.length > 4000 ? args.slice(0, 4000) + '…' : args}\nApprove this call?`,
-      requestedSchema: {
-        type: 'object',
-        properties: { decision: { type: 'string', title: 'Decision', description: `Approve or deny the call to ${approval.tool}`, enum: ['approve', 'deny'] } },
-        required: ['decision'],
-      },
-    }, (m) => this.opts.toClient(m), related, Math.max(1, approval.expiresAt - this.now()));
     const by = `client:${this.clientName ?? 'unknown'}`;
-    request.then((answer) => {
-      const result = isObject(answer.result) ? answer.result : undefined;
-      if (!result) return;
-      const accepted = result.action === 'accept' && isObject(result.content) && result.content.decision === 'approve';
-      const reason = accepted ? undefined : result.action === 'accept' ? 'denied in the client' : `${String(result.action)} in the client`;
-      return approvals.decide(approval.id, accepted, by, 'client', reason);
-    }).catch((err: Error) => this.opts.log.debug({ err: err.message }, 'the elicitation did not decide the approval'));
+    this.ownRequest('elicitation/create', elicitationParams(approval), 'client', related, Math.max(1, approval.expiresAt - this.now()))
+      .then((answer) => {
+        const decision = elicitationDecision(answer);
+        if (decision) return approvals.decide(approval.id, decision.approve, by, 'client', decision.reason);
+      })
+      .catch((err: Error) => this.opts.log.debug({ err: err.message }, 'the elicitation did not decide the approval'));
   }
 
-  /** Sends a request of toolgate's own (to the server or the client) and resolves with its answer. */
-  private ownRequest(method: string, params: Json, send: (m: Json) => void, related?: Id, timeoutMs?: number): Promise<Json> {
+  /**
+   * Sends a request of toolgate's own to the server or the client and resolves with its answer.
+   * Only the side it was sent to may answer it: a client must not be able to feed toolgate a tool
+   * list, nor a server approve its own call.
+   */
+  private ownRequest(method: string, params: Json, to: 'client' | 'server', related?: Id, timeoutMs?: number): Promise<Json> {
     const id = `${this.ownPrefix}${++this.ownSeq}`;
     const key = idKey(id);
     return new Promise<Json>((resolve, reject) => {
       const timer = timeoutMs ? setTimeout(() => { this.own.delete(key); reject(new Error(`no answer to ${method}`)); }, timeoutMs) : undefined;
       timer?.unref();
-      this.own.set(key, { resolve: (m) => { clearTimeout(timer); resolve(m); }, related });
-      send({ jsonrpc: '2.0', id, method, params });
+      this.own.set(key, { to, resolve: (m) => { clearTimeout(timer); resolve(m); }, related });
+      const message = { jsonrpc: '2.0', id, method, params };
+      if (to === 'client') this.opts.toClient(message);
+      else this.opts.toServer(message);
     });
   }
 
-  private answerOwn(message: Json): boolean {
+  private answerOwn(message: Json, from: 'client' | 'server'): boolean {
     const key = idKey(message.id as Id);
     const own = this.own.get(key);
-    if (!own) return false;
+    if (!own || own.to !== from) return false;
     this.own.delete(key);
     own.resolve(message);
     return true;
@@ -412,7 +409,7 @@ export class PolicySession {
     const run = async () => {
       let cursor: unknown;
       for (let page = 0; page < MAX_LIST_PAGES; page++) {
-        const answer = await this.ownRequest('tools/list', cursor === undefined ? {} : { cursor }, (m) => this.opts.toServer(m), undefined, LISTING_TIMEOUT_MS);
+        const answer = await this.ownRequest('tools/list', cursor === undefined ? {} : { cursor }, 'server', undefined, LISTING_TIMEOUT_MS);
         const result = answer.result;
         if (!isObject(result) || !Array.isArray(result.tools)) return;
         this.opts.onToolsListed?.(result.tools, page === 0);
@@ -494,7 +491,7 @@ export class PolicySession {
       return;
     }
     const isResponse = !Object.hasOwn(message, 'method') && isValidId(message.id);
-    if (isResponse && this.answerOwn(message)) return;
+    if (isResponse && this.answerOwn(message, 'server')) return;
     if (message.method === 'notifications/tools/list_changed') {
       this.opts.toClient(message, raw);
       this.listTools();
