@@ -134,6 +134,8 @@ describe('dashboard at /ui', () => {
     await page.goto(`${base}/ui`);
     await page.getByLabel('Admin token').waitFor({ timeout: 5000 }).catch(() => { throw new Error(`the sign-in form did not show: ${pageErrors.join('; ')}`); });
     assert.equal(new URL(page.url()).pathname, '/ui/');
+    assert.equal(await page.getByRole('navigation', { name: 'Main' }).isVisible(), false, 'no navigation before signing in');
+    assert.equal(await page.getByRole('button', { name: 'Sign out' }).isVisible(), false);
     await shoot('signin');
   });
 
