@@ -61,8 +61,20 @@ describe('decision order', () => {
     const d = await e.decide(ctx('delete_repo'));
     assert.equal(d.rule, '/hide/0');
     assert.equal(d.message, 'Tool "delete_repo" is not available.');
-    const unknown = await engineFor({ version: '1', default: 'deny' }).decide(ctx('delete_repo'));
-    assert.equal(unknown.message, d.message, 'a hidden tool reads like an unknown one');
+  });
+
+  it('a tool without an entry under default deny: the denial says so and how to add one, nothing about the server', async () => {
+    const d = await engineFor({ version: '1', default: 'deny', tools: { other: {} } }).decide(ctx('delete_repo'));
+    assert.equal(d.rule, '(default)');
+    assert.equal(d.message, 'The policy has no entry for "delete_repo" and denies what it does not list (default: deny). To allow it, add "delete_repo": {} under "tools" in the policy.');
+  });
+
+  it('an allowed camelCase tool under default deny is not denied for its lower-cased look-alike', async () => {
+    const e = engineFor({ version: '1', default: 'deny', tools: { getSum: {}, Delete_Repo: {} } });
+    assert.equal((await e.decide(ctx('getSum'))).verdict, 'allow');
+    assert.equal((await e.decide(ctx('getsum'))).rule, '(default)');
+    // A look-alike the server does list stays a reason to deny.
+    assert.equal((await e.decide(ctx('Delete_Repo'), { aliases: ['delete_repo'] })).rule, '(default)');
   });
 
   it('"*" in hide hides everything', async () => {
@@ -248,12 +260,12 @@ describe('conditions', () => {
   });
 
   it('regexes run in linear time on hostile input', async () => {
+    // A backtracking engine needs about 2^n steps for n a's here (n = 60: centuries), so this
+    // answers at all only on a linear-time engine; how fast is npm run bench's business.
     const e = engineFor(cond('args.s', 'regex', '^(a+)+$'));
-    const start = process.hrtime.bigint();
-    const d = await e.decide(ctx('t', { s: 'a'.repeat(100_000) + '!' }));
-    const ms = Number(process.hrtime.bigint() - start) / 1e6;
-    assert.equal(d.verdict, 'allow');
-    assert.ok(ms < 2000, `took ${ms} ms`);
+    assert.equal((await e.decide(ctx('t', { s: 'a'.repeat(60) + '!' }))).verdict, 'allow');
+    assert.equal((await e.decide(ctx('t', { s: 'a'.repeat(100_000) + '!' }))).verdict, 'allow');
+    assert.equal((await e.decide(ctx('t', { s: 'a'.repeat(100_000) }))).verdict, 'deny');
   });
 });
 

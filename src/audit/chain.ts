@@ -47,6 +47,7 @@ export function createAuditTables(db: Database.Database): void {
       message TEXT, arg_keys TEXT, args_sha256 TEXT, args TEXT, policy_hash TEXT,
       prev_hash TEXT NOT NULL, hash TEXT NOT NULL, outcome TEXT, latency_ms REAL, outcome_hash TEXT);
     CREATE INDEX IF NOT EXISTS audit_ts ON audit (ts);
+    CREATE INDEX IF NOT EXISTS audit_lifecycle ON audit (instance, kind, ts) WHERE kind IN ('start', 'stop');
     CREATE TABLE IF NOT EXISTS audit_head (one INTEGER PRIMARY KEY CHECK (one = 1), id INTEGER NOT NULL, hash TEXT NOT NULL);`);
 }
 

@@ -9,7 +9,7 @@ import { closeDatabase, openDatabase } from '../state/sqlite.js';
 import { ChainWriter, GENESIS, outcomeHash, rowHash, type Batch, type JournalEntry, type Outcome } from './chain.js';
 
 export type AuditDecision = 'allow' | 'deny' | 'shadow_deny' | 'approval_requested' | 'approved' | 'rejected' | 'timeout' | 'unused' | 'error';
-export type AuditKind = 'call' | 'approval' | 'policy_reload' | 'kill_switch' | 'start' | 'auth' | 'grant' | 'pin';
+export type AuditKind = 'call' | 'approval' | 'policy_reload' | 'kill_switch' | 'start' | 'stop' | 'auth' | 'grant' | 'pin';
 
 export interface AuditEvent {
   kind: AuditKind;
@@ -74,8 +74,13 @@ export interface AuditQuery {
 }
 
 export interface AuditSummary {
-  /** Processes that wrote to the log in the last 15 minutes. */
-  instances: { instance: string; servers: string[]; lastSeen: string; calls: number }[];
+  /**
+   * Serving processes (run, serve) still running: started, not stopped, and — on this host —
+   * alive; with the servers they called and their calls in the last 15 minutes.
+   */
+  instances: { instance: string; started: string; servers: string[]; lastSeen: string | null; calls: number }[];
+  /** Serving processes that ended in the last 15 minutes (stopped: null when they died without saying so). */
+  stopped: { instance: string; started: string; stopped: string | null }[];
   callsLastMinute: { server: string | null; calls: number; denied: number }[];
   topDenialsLastHour: { server: string | null; tool: string | null; rule: string | null; count: number }[];
 }
@@ -340,14 +345,29 @@ export class AuditLog {
   summary(now = Date.now()): AuditSummary {
     this.flush();
     const iso = (ms: number) => new Date(now - ms).toISOString();
-    const instances = this.db.prepare<[string], { instance: string; servers: string; last: string; calls: number }>(
-      "SELECT instance, group_concat(DISTINCT server) AS servers, max(ts) AS last, sum(kind = 'call') AS calls FROM audit WHERE ts >= ? GROUP BY instance ORDER BY last DESC").all(iso(15 * 60_000));
+    const recent = new Map(this.db.prepare<[string], { instance: string; servers: string; last: string; calls: number }>(
+      "SELECT instance, group_concat(DISTINCT server) AS servers, max(ts) AS last, sum(kind = 'call') AS calls FROM audit WHERE ts >= ? GROUP BY instance").all(iso(15 * 60_000)).map((r) => [r.instance, r]));
+    const lifecycle = this.db.prepare<[], { instance: string; started: string; stopped: string | null }>(
+      "SELECT instance, max(CASE WHEN kind = 'start' THEN ts END) AS started, max(CASE WHEN kind = 'stop' THEN ts END) AS stopped FROM audit WHERE kind IN ('start', 'stop') GROUP BY instance").all();
+    const host = hostname();
+    const instances: AuditSummary['instances'] = [];
+    const stopped: AuditSummary['stopped'] = [];
+    for (const l of lifecycle) {
+      if (l.started === null) continue;
+      const [on, pid] = [l.instance.slice(0, l.instance.lastIndexOf(':')), Number(l.instance.slice(l.instance.lastIndexOf(':') + 1))];
+      const ended = (l.stopped !== null && l.stopped >= l.started) || (on === host && !alive(pid));
+      const r = recent.get(l.instance);
+      if (!ended) instances.push({ instance: l.instance, started: l.started, servers: (r?.servers ?? '').split(',').filter(Boolean), lastSeen: r?.last ?? null, calls: r?.calls ?? 0 });
+      else if (r) stopped.push({ instance: l.instance, started: l.started, stopped: l.stopped !== null && l.stopped >= l.started ? l.stopped : null });
+    }
+    instances.sort((a, b) => ((b.lastSeen ?? b.started) > (a.lastSeen ?? a.started) ? 1 : -1));
     const perMinute = this.db.prepare<[string], { server: string | null; calls: number; denied: number }>(
       "SELECT server, count(*) AS calls, sum(decision = 'deny') AS denied FROM audit WHERE kind = 'call' AND ts >= ? GROUP BY server ORDER BY calls DESC").all(iso(60_000));
     const topDenials = this.db.prepare<[string], { server: string | null; tool: string | null; rule: string | null; count: number }>(
       "SELECT server, tool, rule, count(*) AS count FROM audit WHERE kind = 'call' AND decision = 'deny' AND ts >= ? GROUP BY server, tool, rule ORDER BY count DESC LIMIT 10").all(iso(3_600_000));
     return {
-      instances: instances.map((r) => ({ instance: r.instance, servers: (r.servers ?? '').split(',').filter(Boolean), lastSeen: r.last, calls: r.calls })),
+      instances,
+      stopped,
       callsLastMinute: perMinute,
       topDenialsLastHour: topDenials,
     };
@@ -371,6 +391,13 @@ export class AuditLog {
       if (row.decision === 'deny') b.denied++;
     }
     return buckets;
+  }
+
+  /** Every server named in the last 30 days. */
+  servers(now = Date.now()): string[] {
+    this.flush();
+    return this.db.prepare<[string], { server: string }>('SELECT DISTINCT server FROM audit WHERE ts >= ? AND server IS NOT NULL ORDER BY server')
+      .all(new Date(now - 30 * 86_400_000).toISOString()).map((r) => r.server);
   }
 
   verify(): VerifyResult {

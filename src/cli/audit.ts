@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import type { AuditQuery, AuditRow } from '../audit/index.js';
-import { CliError, openAudit, parseSince, printJson, type StateFlags } from './common.js';
+import { CliError, openAudit, parseSince, printJson, stateOptions, type StateFlags } from './common.js';
 
 /** The filters of AuditQuery as flags, plus how much and in what form. */
 interface AuditFlags extends StateFlags, Pick<AuditQuery, 'decision' | 'tool' | 'server' | 'grant' | 'session' | 'client' | 'instance'> {
@@ -17,8 +17,8 @@ function line(r: AuditRow): string {
 }
 
 export function registerAudit(program: Command): void {
-  const audit = program
-    .command('audit')
+  const audit = stateOptions(program
+    .command('audit'))
     .description('query the audit log')
     .option('--since <duration>', 'only rows newer than this, e.g. 15m, 1h, 7d')
     .option('--decision <d>', 'allow, deny, shadow_deny, approval_requested, approved, rejected, timeout, unused, error')
@@ -29,7 +29,6 @@ export function registerAudit(program: Command): void {
     .option('--client <name>')
     .option('--instance <host:pid>', 'rows written by one toolgate process')
     .option('--limit <n>', 'at most this many rows (newest)', '1000')
-    .option('--audit <file>', 'audit log file (default: TOOLGATE_HOME/audit.db)')
     .option('--json', 'print JSON only')
     .action((flags: AuditFlags) => {
       const log = openAudit(flags);
@@ -45,10 +44,9 @@ export function registerAudit(program: Command): void {
       else for (const r of rows) process.stdout.write(line(r) + '\n');
     });
 
-  audit
+  stateOptions(audit
     .command('verify')
-    .description('check the hash chain: exit 1 if a row was edited or deleted')
-    .option('--audit <file>', 'audit log file (default: TOOLGATE_HOME/audit.db)')
+    .description('check the hash chain: exit 1 if a row was edited or deleted'))
     .option('--json', 'print JSON only')
     .action((flags: StateFlags & { json?: boolean }, cmd: Command) => {
       const log = openAudit({ ...cmd.parent?.opts(), ...flags });

@@ -16,6 +16,7 @@ interface RunFlags {
   upstream?: string;
   header: string[];
   name?: string;
+  json?: boolean;
 }
 
 function parseHeader(text: string, all: string[]): string[] {
@@ -36,7 +37,7 @@ export function registerRun(program: Command): void {
     .option('--upstream <url>', 'a Streamable HTTP (or SSE) MCP server instead of a command')
     .option('--header <header>', "header for the upstream, 'Name: value' (repeatable)", parseHeader, [])
     .option('--name <server>', 'server name used in counters, conditions and the audit log')
-    .option('--json', 'accepted for uniformity; logs are always JSON lines on stderr')
+    .option('--json', "JSON only: the server's own stderr lines become log entries too (logs are JSON lines on stderr)")
     .argument('[command...]', 'the MCP server command and its arguments, after --')
     .passThroughOptions()
     .action(async (command: string[], flags: RunFlags) => {
@@ -59,6 +60,7 @@ export function registerRun(program: Command): void {
           shadow: flags.shadow,
           failOpen: flags.failOpen,
           serverName: flags.name,
+          logStderr: flags.json,
           log: createLogger(),
         });
         await new Promise<void>((r) => process.stdout.write('', () => r()));

@@ -93,15 +93,32 @@ export class Engine {
     for (const name of new Set([...similar, ...aliases])) {
       if (name === ctx.tool) continue;
       const r = this.evaluateName({ ...ctx, tool: name }, name);
+      // A look-alike the server does not list and the policy names nowhere is no tool at all:
+      // its lack of an entry must not deny the call (a camelCase tool under default deny).
+      if (r.rule === '(default)' && !aliases.includes(name)) continue;
       if (RANK[r.verdict] > RANK[best.verdict]) best = { ...r, entry: best.entry };
     }
     return best;
   }
 
+  /**
+   * Whether tools/list may show a tool: not hidden, and — when enforcing — a call to it could be
+   * forwarded at all (it has an entry, or default allow, and the entry's action is not deny).
+   */
+  listable(name: string): boolean {
+    for (const n of [name, ...this.policy.lookalikes(name)]) {
+      const { hidden, entry } = this.policy.lookup(n);
+      if (hidden !== null) return false;
+      if (this.shadow) continue;
+      if (entry?.action === 'deny' || (entry === null && n === name)) return false;
+    }
+    return true;
+  }
+
   private evaluateName(ctx: CallContext, name: string): ReturnType<Engine['evaluate']> {
     const { hidden, entry } = this.policy.lookup(name);
     if (hidden) return { verdict: 'deny', rule: hidden, message: `Tool "${ctx.tool}" is not available.`, entry: null };
-    if (!entry) return { verdict: 'deny', rule: '(default)', message: `Tool "${ctx.tool}" is not available.`, entry: null };
+    if (!entry) return { verdict: 'deny', rule: '(default)', message: `The policy has no entry for "${ctx.tool}" and denies what it does not list (default: deny). To allow it, add "${ctx.tool}": {} under "tools" in the policy.`, entry: null };
     if (entry.action === 'deny') {
       return { verdict: 'deny', rule: `${entry.pointer}/action`, message: entry.onDeny ?? `Tool "${ctx.tool}" is blocked by policy.`, entry };
     }

@@ -246,7 +246,8 @@ export class Gateway {
     const raw = req.url ?? '/';
     const q = raw.indexOf('?');
     const pathname = q < 0 ? raw : raw.slice(0, q);
-    const m = /^\/mcp\/([^/]+)\/?$/.exec(pathname);
+    // /mcp/<server> and /<server>/mcp: clients that guess the transport from the URL want the latter.
+    const m = /^\/mcp\/([^/]+)\/?$/.exec(pathname) ?? /^\/([^/]+)\/mcp\/?$/.exec(pathname);
     if (m) return this.handleMcp(req, res, decodeURIComponent(m[1]));
     const url = new URL(raw, 'http://gateway');
     if (url.pathname === '/healthz') {
@@ -284,10 +285,10 @@ export class Gateway {
       res.end(await this.metrics.registry.metrics());
       return;
     }
-    const sse = /^\/sse\/([^/]+)(\/messages)?\/?$/.exec(url.pathname);
+    const sse = /^\/sse\/([^/]+)(\/messages)?\/?$/.exec(url.pathname) ?? /^\/([^/]+)\/sse(\/messages)?\/?$/.exec(url.pathname);
     if (sse) return this.handleSse(req, res, decodeURIComponent(sse[1]), sse[2] !== undefined, url);
     if (await this.auth.handle(req, res, url)) return;
-    throw new HttpError(404, `no such endpoint: ${url.pathname} (servers are at /mcp/<server> and /sse/<server>)`);
+    throw new HttpError(404, `no such endpoint: ${url.pathname} (servers are at /mcp/<server> or /<server>/mcp, and /sse/<server> or /<server>/sse)`);
   }
 
   /** Streamable HTTP: POST sends, GET opens the session's stream, DELETE ends the session. */
@@ -340,7 +341,8 @@ export class Gateway {
     const { server, grant } = await this.serverAndGrant(req, name);
     if (!messages) {
       if (req.method !== 'GET') throw new HttpError(405, 'open the SSE stream with GET');
-      const transport = new SSEServerTransport(`/sse/${encodeURIComponent(name)}/messages`, res);
+      // The message endpoint sits under the stream's own path, whichever form the client used.
+      const transport = new SSEServerTransport(`${url.pathname.replace(/\/$/, '')}/messages`, res);
       const live = this.open(transport.sessionId, name, server, grant, (session) => {
         transport.onmessage = (m) => session.fromClient(m);
         return {
@@ -413,13 +415,14 @@ export class Gateway {
   private open(id: string, name: string, server: ServerConfig, grant: Grant, channelFor: (session: PolicySession) => ClientChannel): Live {
     const { log, state, audit } = this.opts;
     const policy = this.policyFor(server, grant);
-    const engine = new Engine({ policy: policy ?? compileObject(PENDING_POLICY), counters: state.counters, flags: state.flags });
+    const engine = new Engine({ policy: policy ?? compileObject(PENDING_POLICY), counters: state.counters, flags: state.flags, failOpen: server.fail_open });
     const upstream: Upstream = 'command' in server
-      ? new StdioUpstream({ command: server.command, args: server.args, env: { ...process.env, ...server.env }, cwd: server.cwd, log })
+      ? new StdioUpstream({ command: server.command, args: server.args, env: { ...process.env, ...server.env }, cwd: server.cwd, log, stderr: log.child({ server: name, session: id }) })
       : new HttpUpstream({ url: new URL(server.url), headers: server.headers, log });
     const session: PolicySession = new PolicySession({
       engine,
       audit,
+      auditArgs: server.audit_args,
       identity: { sessionId: id, serverName: name, grant: { label: grant.label, tags: grant.tags } },
       log,
       pins: new PinGuard(state.pins, name, log),
@@ -440,7 +443,8 @@ export class Gateway {
     upstream.onmessage = (m, raw) => session.fromServer(m, raw);
     upstream.onclose = (reason) => {
       session.upstreamClosed(reason);
-      log.warn({ server: name, session: id }, `upstream gone: ${reason}`);
+      // Closing a session ends its upstream: only an upstream that goes on its own is news.
+      if (this.sessions.has(id)) log.warn({ server: name, session: id }, `upstream gone: ${reason}`);
     };
     const live: Live = { id, server: name, grant, engine, policyFile: policy ? (grant.policy ?? server.policy) : undefined, channel, upstream, session, lastActive: Date.now() };
     this.sessions.set(id, live);

@@ -521,22 +521,21 @@ export class PolicySession {
   }
 
   /**
-   * Removes hidden tools (under their own name and their skeleton) and, when pins block, tools
-   * whose definitions changed; remembers the rest for look-alike checks.
+   * Remembers every listed tool for look-alike checks, then removes the ones the agent could
+   * never call: hidden, denied outright or without an entry under default deny (Engine.listable),
+   * and, when pins block, those whose definitions changed.
    */
   private filterTools(tools: unknown[]): unknown[] {
-    const policy = this.opts.engine.current;
+    const { engine } = this.opts;
     const changed = new Set(this.opts.pins?.review(tools) ?? []);
-    const blockChanged = policy.pinsOnChange === 'block';
+    const blockChanged = engine.current.pinsOnChange === 'block';
     return tools.filter((tool) => {
       if (!isObject(tool) || typeof tool.name !== 'string') return true;
       const name = tool.name;
-      if (policy.isHidden(name) || policy.isHidden(skeleton(name))) return false;
-      if (blockChanged && changed.has(name)) return false;
       const sk = skeleton(name);
       const names = this.knownTools.get(sk) ?? [];
       if (!names.includes(name)) this.knownTools.set(sk, [...names, name]);
-      return true;
+      return engine.listable(name) && !(blockChanged && changed.has(name));
     });
   }
 

@@ -11,9 +11,11 @@ export interface StdioUpstreamOptions {
   env: NodeJS.ProcessEnv;
   cwd?: string;
   log: Logger;
+  /** Where the server's stderr goes: passed through raw (MCP clients expect that of a stdio server), or each line a log entry here. */
+  stderr?: 'inherit' | Logger;
 }
 
-/** An MCP server as a child process speaking newline-delimited JSON; its stderr passes through. */
+/** An MCP server as a child process speaking newline-delimited JSON; its stderr passes through or is logged. */
 export class StdioUpstream implements Upstream {
   readonly child: ChildProcess;
   onmessage?: (message: unknown, raw?: string) => void;
@@ -22,7 +24,12 @@ export class StdioUpstream implements Upstream {
   private turn = false;
 
   constructor(opts: StdioUpstreamOptions) {
-    this.child = spawn(opts.command, opts.args, { env: opts.env, cwd: opts.cwd, stdio: ['pipe', 'pipe', 'inherit'] });
+    const stderr = opts.stderr ?? 'inherit';
+    this.child = spawn(opts.command, opts.args, { env: opts.env, cwd: opts.cwd, stdio: ['pipe', 'pipe', stderr === 'inherit' ? 'inherit' : 'pipe'] });
+    if (stderr !== 'inherit') {
+      const logLine = (line: string) => { if (line.trim()) stderr.info({ stream: 'stderr' }, line.replace(/\r$/, '')); };
+      readLines(this.child.stderr!, logLine, () => stderr.warn('the server wrote a stderr line over 64 KiB; it was dropped'), 64 * 1024);
+    }
     this.exited = new Promise((resolve) => {
       this.child.on('error', (err: NodeJS.ErrnoException) => {
         const reason = err.code === 'ENOENT' ? `command not found: ${opts.command}` : err.message;
