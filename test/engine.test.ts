@@ -108,7 +108,7 @@ describe('decision order', () => {
     const d = await engineFor(REFUNDS).decide(ctx('deploy_prod'));
     assert.equal(d.verdict, 'approve');
     assert.equal(d.rule, '/tools/deploy_*/action');
-    assert.deepEqual(d.approval, { timeoutMs: 600_000, via: ['dashboard', 'cli', 'api', 'webhook'] });
+    assert.deepEqual(d.approval, { timeoutMs: 600_000, via: ['dashboard', 'cli', 'api', 'webhook'], mode: 'hold', validForMs: 600_000 });
   });
 
   it('kill switch beats everything, gateway-wide or per server', async () => {

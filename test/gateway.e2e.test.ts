@@ -365,7 +365,7 @@ describe('toolgate serve: the gateway', () => {
     await client.close().catch(() => {});
     const rows = await (await api('/api/audit?grant=api-made&limit=10')).json();
     assert.ok(rows.some((r: any) => r.rule === '(kill-switch)'));
-    assert.equal((await api('/api/approvals')).status, 501);
+    assert.ok(Array.isArray(await (await api('/api/approvals')).json()));
     assert.equal((await api('/api/audit?since=forever')).status, 400);
     const policies = await (await api('/api/policies')).json();
     assert.ok(policies.every((p: any) => p.valid));

@@ -360,7 +360,6 @@ describe('pins: rug-pull defence', () => {
 describe('toolgate run without -p', () => {
   it('applies the recommended policy for the server it wraps, and says so once', async () => {
     const home = tempDir();
-    const { denialText } = await import('./helpers/toolgate.js');
     const { StdioClientTransport } = await import('@modelcontextprotocol/sdk/client/stdio.js');
     const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
     const transport = new StdioClientTransport({ command: process.execPath, args: [BIN, 'run', '--', process.execPath, MEMORY], env: testEnv(home, { MEMORY_FILE_PATH: join(home, 'm.jsonl'), TOOLGATE_LOG_LEVEL: 'info' }), stderr: 'pipe' });
@@ -371,8 +370,9 @@ describe('toolgate run without -p', () => {
     const tools = (await client.listTools()).tools.map((t) => t.name);
     assert.ok(tools.includes('delete_entities'), 'nothing is hidden by the recommendation');
     await client.callTool({ name: 'create_entities', arguments: { entities: [{ name: 'Ada', entityType: 'person', observations: [] }] } });
-    const del = await client.callTool({ name: 'delete_entities', arguments: { entityNames: ['Ada'] } });
-    assert.match(denialText(del)!, /needs human approval/);
+    // Destructive: held for a person; this client gives up waiting, and nothing is deleted.
+    await assert.rejects(client.callTool({ name: 'delete_entities', arguments: { entityNames: ['Ada'] } }, undefined, { timeout: 500 }), /timed out/i);
+    assert.match(stderr, /"delete_entities" on @modelcontextprotocol\/server-memory is held for approval [2-9a-z]{10}/);
     const read = await client.callTool({ name: 'read_graph', arguments: {} });
     assert.match(JSON.stringify(read.content), /Ada/);
     await client.close();

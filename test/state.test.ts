@@ -6,11 +6,16 @@ import { promisify } from 'node:util';
 import { openMemoryState } from '../src/state/memory.js';
 import { openSqliteState } from '../src/state/sqlite.js';
 import { openState } from '../src/state/index.js';
-import type { Charge, StateStore } from '../src/state/types.js';
+import type { Approval, Charge, StateStore } from '../src/state/types.js';
 import { ROOT, tempDir } from './helpers/toolgate.js';
 
 const run = promisify(execFile);
 const NOW = 1_800_000_000_000;
+const approval = (id: string, binding = `b-${id}`, extra: Partial<Approval> = {}): Approval => ({
+  id, server: 's', grant: 'g', session: 'sess', tool: 'delete_file', args: { path: '/x', token: '***' }, binding,
+  rule: '/tools/delete_file/action', reason: 'needs approval', via: ['cli'], requestedAt: NOW, expiresAt: NOW + 60_000,
+  validForMs: 600_000, status: 'pending', ...extra,
+});
 const charge = (key: string, max: number, amount = 1, expiresAt = NOW + 60_000): Charge => ({ key, amount, max, expiresAt });
 
 /** The contract every counter and flag store passes (Redis will join this list). */
@@ -127,6 +132,83 @@ for (const [name, open] of stores) {
       assert.equal((await s.flags.listKillSwitches()).length, 2);
       await s.close();
     });
+
+    it('approvals: created pending, decided exactly once, refused after expiry', async () => {
+      const s = open();
+      await s.approvals.create(approval('a1'));
+      await s.approvals.create(approval('a2'));
+      assert.deepEqual((await s.approvals.get('a1'))?.args, { path: '/x', token: '***' });
+      assert.equal((await s.approvals.list({ status: 'pending' })).length, 2);
+      const won = await s.approvals.decide('a1', { status: 'approved', by: 'cli:alice', reason: 'ok', at: NOW + 1000 });
+      assert.equal(won?.status, 'approved');
+      assert.equal(won?.validUntil, NOW + 1000 + 600_000);
+      assert.equal(await s.approvals.decide('a1', { status: 'denied', by: 'cli:bob', at: NOW + 1001 }), null, 'decided once');
+      assert.equal((await s.approvals.get('a1'))?.decidedBy, 'cli:alice');
+      assert.equal(await s.approvals.decide('a2', { status: 'approved', by: 'cli:alice', at: NOW + 60_000 }), null, 'too late to approve');
+      assert.equal(await s.approvals.decide('nope', { status: 'approved', by: 'x', at: NOW }), null);
+      await assert.rejects(async () => s.approvals.create(approval('a1')), 'ids are unique');
+      await s.close();
+    });
+
+    it('approvals: an approved call is consumed exactly once, within its validity', async () => {
+      const s = open();
+      await s.approvals.create(approval('c1'));
+      assert.equal(await s.approvals.consume('c1', NOW), false, 'pending cannot be used');
+      await s.approvals.decide('c1', { status: 'approved', by: 'cli:a', at: NOW });
+      const tries = await Promise.all(Array.from({ length: 20 }, () => s.approvals.consume('c1', NOW + 5)));
+      assert.equal(tries.filter(Boolean).length, 1);
+      assert.equal((await s.approvals.get('c1'))?.status, 'used');
+      await s.approvals.create(approval('c2'));
+      await s.approvals.decide('c2', { status: 'approved', by: 'cli:a', at: NOW });
+      assert.equal(await s.approvals.consume('c2', NOW + 600_000), false, 'validity over');
+      await s.close();
+    });
+
+    it('approvals: findLive finds the pending or approved approval of a binding, newest first', async () => {
+      const s = open();
+      await s.approvals.create(approval('f1', 'same'));
+      assert.equal((await s.approvals.findLive('same', NOW))?.id, 'f1');
+      assert.equal(await s.approvals.findLive('same', NOW + 60_000), null, 'expired pending');
+      assert.equal(await s.approvals.findLive('other', NOW), null);
+      await s.approvals.decide('f1', { status: 'denied', by: 'cli:a', at: NOW });
+      assert.equal(await s.approvals.findLive('same', NOW), null, 'denied is not live');
+      await s.approvals.create(approval('f2', 'same', { requestedAt: NOW + 1 }));
+      await s.approvals.decide('f2', { status: 'approved', by: 'cli:a', at: NOW + 2 });
+      assert.equal((await s.approvals.findLive('same', NOW + 3))?.status, 'approved');
+      await s.approvals.consume('f2', NOW + 4);
+      assert.equal(await s.approvals.findLive('same', NOW + 5), null, 'used is not live');
+      await s.close();
+    });
+
+    it('approvals: expire times out pending and marks unused approvals, each once', async () => {
+      const s = open();
+      await s.approvals.create(approval('e1'));
+      await s.approvals.create(approval('e2'));
+      await s.approvals.decide('e2', { status: 'approved', by: 'cli:a', at: NOW });
+      assert.deepEqual(await s.approvals.expire(NOW + 1), []);
+      const first = await s.approvals.expire(NOW + 600_001);
+      assert.deepEqual(first.map((a) => `${a.id}:${a.status}`).sort(), ['e1:timeout', 'e2:unused']);
+      assert.deepEqual(await s.approvals.expire(NOW + 700_000), [], 'only once');
+      assert.equal((await s.approvals.get('e1'))?.decidedBy, 'toolgate');
+      await s.close();
+    });
+
+    it('approvals: watchers hear of every create and transition', async () => {
+      const s = open();
+      const heard: string[] = [];
+      let wake: () => void = () => {};
+      const stop = s.approvals.watch((a) => { heard.push(`${a.id}:${a.status}`); wake(); });
+      const until = (n: number) => new Promise<void>((r) => { wake = () => { if (heard.length >= n) r(); }; wake(); });
+      await s.approvals.create(approval('w1'));
+      await until(1);
+      await s.approvals.decide('w1', { status: 'approved', by: 'cli:a', at: NOW });
+      await until(2);
+      await s.approvals.consume('w1', NOW);
+      await until(3);
+      assert.deepEqual(heard, ['w1:pending', 'w1:approved', 'w1:used']);
+      stop();
+      await s.close();
+    });
   });
 }
 
@@ -160,6 +242,34 @@ describe('sqlite state across processes', () => {
     assert.ok((await gateway.grants.byTokenHash('hash-2'))?.revokedAt, 'own writes clear the cache too');
     await gateway.close();
     await cli.close();
+  });
+
+  it('an approval decided by another process is decided once and heard by the watcher', async () => {
+    const file = join(tempDir(), 'approvals.db');
+    const gateway = openSqliteState(file);
+    const cli = openSqliteState(file);
+    const other = openSqliteState(file);
+    const heard = new Promise<string>((resolve) => {
+      const stop = gateway.approvals.watch((a) => { if (a.status !== 'pending') { stop(); resolve(`${a.status} by ${a.decidedBy}`); } });
+    });
+    await gateway.approvals.create(approval('x1'));
+    const [a, b] = await Promise.all([
+      cli.approvals.decide('x1', { status: 'approved', by: 'cli:a', at: NOW }),
+      other.approvals.decide('x1', { status: 'denied', by: 'cli:b', at: NOW }),
+    ]);
+    assert.equal([a, b].filter(Boolean).length, 1);
+    assert.equal(await heard, a ? 'approved by cli:a' : 'denied by cli:b');
+    await Promise.all([gateway.close(), cli.close(), other.close()]);
+  });
+
+  it('pending approvals survive closing and reopening the file', async () => {
+    const file = join(tempDir(), 'approvals-persist.db');
+    const s1 = openSqliteState(file);
+    await s1.approvals.create(approval('p1'));
+    await s1.close();
+    const s2 = openSqliteState(file);
+    assert.equal((await s2.approvals.get('p1'))?.status, 'pending');
+    await s2.close();
   });
 
   it('counters survive closing and reopening the file', async () => {

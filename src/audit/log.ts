@@ -8,8 +8,8 @@ import { closeDatabase, openDatabase } from '../state/sqlite.js';
 import { ChainWriter, GENESIS, outcomeHash, rowHash, type Batch, type JournalEntry, type Outcome } from './chain.js';
 import { alive, collectJournals, JOURNAL_MAX_BYTES, journalDirs, journalHeader, journalPrefix, outcomeLine } from './journal.js';
 
-export type AuditDecision = 'allow' | 'deny' | 'shadow_deny' | 'approved' | 'rejected' | 'timeout' | 'error';
-export type AuditKind = 'call' | 'policy_reload' | 'kill_switch' | 'start' | 'stop' | 'auth' | 'grant';
+export type AuditDecision = 'allow' | 'deny' | 'shadow_deny' | 'approval_requested' | 'approved' | 'rejected' | 'timeout' | 'unused' | 'error';
+export type AuditKind = 'call' | 'approval' | 'policy_reload' | 'kill_switch' | 'start' | 'stop' | 'auth' | 'grant' | 'pin';
 
 export interface AuditEvent {
   kind: AuditKind;
@@ -86,6 +86,12 @@ export interface AuditSummary {
   callsLastMinute: { server: string | null; calls: number; denied: number }[];
   topDenialsLastHour: { server: string | null; tool: string | null; rule: string | null; count: number }[];
 }
+
+/** An event as it is appended, for live views: the row's fields that exist before it is stored (argument keys, never values). */
+export type LiveAuditEvent = Pick<AuditRow, 'ts' | 'instance' | 'kind' | 'server' | 'grant_label' | 'session' | 'client' | 'tool' | 'decision' | 'rule' | 'message' | 'arg_keys'>;
+
+/** Calls per time bucket, for charts. `held` counts calls that waited for a human. */
+export interface TrafficBucket { t: string; calls: number; denied: number; held: number }
 
 export interface VerifyResult {
   ok: boolean;
@@ -181,6 +187,7 @@ export class AuditLog {
   private seq = 0;
   private outcomes: Outcome[] = [];
   private timer: NodeJS.Timeout | undefined;
+  private readonly listeners = new Set<(e: LiveAuditEvent) => void>();
 
   constructor(private readonly file: string, private readonly opts: AuditLogOptions = {}) {
     this.db = openDatabase(file);
@@ -205,7 +212,24 @@ export class AuditLog {
     this.journalWrite(JSON.stringify(entry) + '\n');
     this.pending.push({ entry, args: e.args, storeArgValues: e.storeArgValues, awaitsOutcome: e.awaitsOutcome });
     this.scheduleOrRotate();
+    if (this.listeners.size > 0) this.tell(entry, e);
     return { eventId };
+  }
+
+  /** Hears every event this process appends from now on; returns the way to stop. */
+  subscribe(listener: (e: LiveAuditEvent) => void): () => void {
+    this.listeners.add(listener);
+    return () => { this.listeners.delete(listener); };
+  }
+
+  private tell(entry: JournalEntry, e: AuditEvent): void {
+    const live: LiveAuditEvent = {
+      ts: entry[1]!, instance: this.instance, kind: e.kind, server: e.server ?? null, grant_label: e.grant ?? null, session: e.session ?? null,
+      client: e.client ?? null, tool: e.tool ?? null, decision: e.decision ?? null, rule: e.rule ?? null, message: e.message ?? null, arg_keys: entry[12],
+    };
+    for (const listener of this.listeners) {
+      try { listener(live); } catch { /* a listener's failure is its own */ }
+    }
   }
 
   /**
@@ -337,6 +361,26 @@ export class AuditLog {
       callsLastMinute: perMinute,
       topDenialsLastHour: topDenials,
     };
+  }
+
+  /** Calls, denials and held calls per bucket since `sinceMs` ago, oldest first (empty buckets included). */
+  traffic(sinceMs: number, bucketMs: number, server?: string, now = Date.now()): TrafficBucket[] {
+    this.flush();
+    const start = Math.floor((now - sinceMs) / bucketMs) * bucketMs;
+    const rows = this.db.prepare<unknown[], { ts: string; kind: string; decision: string | null }>(
+      `SELECT ts, kind, decision FROM audit WHERE kind IN ('call', 'approval') AND ts >= ?${server === undefined ? '' : ' AND server = ?'}`,
+    ).all(...[new Date(start).toISOString(), ...(server === undefined ? [] : [server])]);
+    const buckets: TrafficBucket[] = [];
+    for (let t = start; t <= now; t += bucketMs) buckets.push({ t: new Date(t).toISOString(), calls: 0, denied: 0, held: 0 });
+    for (const row of rows) {
+      const b = buckets[Math.floor((Date.parse(row.ts) - start) / bucketMs)];
+      if (!b) continue;
+      // A held call is one approval_requested row; its call row comes when it is decided.
+      if (row.kind === 'approval') { if (row.decision === 'approval_requested') b.held++; continue; }
+      b.calls++;
+      if (row.decision === 'deny') b.denied++;
+    }
+    return buckets;
   }
 
   /** Every server named in the last 30 days. */

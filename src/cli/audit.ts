@@ -11,7 +11,7 @@ interface AuditFlags extends StateFlags, Pick<AuditQuery, 'decision' | 'tool' | 
 
 function line(r: AuditRow): string {
   const who = [r.server, r.grant_label, r.client].filter(Boolean).join(' ');
-  if (r.kind !== 'call') return `${r.ts} ${r.kind.padEnd(11)} ${who} ${r.message ?? ''}`.trimEnd();
+  if (r.kind !== 'call' && r.kind !== 'approval') return `${r.ts} ${r.kind.padEnd(11)} ${who} ${r.message ?? ''}`.trimEnd();
   const outcome = r.outcome ? ` → ${r.outcome}${r.latency_ms !== null ? ` ${r.latency_ms}ms` : ''}` : '';
   return `${r.ts} ${(r.decision ?? '').padEnd(11)} ${r.tool} ${r.rule ?? ''} (${who})${outcome}${r.decision !== 'allow' && r.message ? `: ${r.message}` : ''}`;
 }
@@ -21,7 +21,7 @@ export function registerAudit(program: Command): void {
     .command('audit'))
     .description('query the audit log')
     .option('--since <duration>', 'only rows newer than this, e.g. 15m, 1h, 7d')
-    .option('--decision <d>', 'allow, deny, shadow_deny, approved, rejected, timeout, error')
+    .option('--decision <d>', 'allow, deny, shadow_deny, approval_requested, approved, rejected, timeout, unused, error')
     .option('--tool <name>')
     .option('--server <name>')
     .option('--grant <label>')

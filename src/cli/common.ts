@@ -81,3 +81,11 @@ export function parseSince(text: string): number {
   if (!m) throw new CliError(`invalid duration "${text}": use a number and s, m, h or d, e.g. 1h or 7d`);
   return Number(m[1]) * { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] as 's']!;
 }
+
+/** What approvals commands take: the same as every state command. */
+export type ConfigStateFlags = StateFlags;
+
+/** The state store and audit log a command works on: --state/--audit, the config's (-c), or TOOLGATE_HOME's. */
+export function stores(flags: StateFlags): { state: StateStore; audit: AuditLog } {
+  return { state: openStateOrFail(stateDsn(flags)), audit: new AuditLog(auditFile(flags)) };
+}

@@ -1,15 +1,9 @@
 import type { Command } from 'commander';
-import { AuditLog } from '../audit/index.js';
+import type { AuditLog } from '../audit/index.js';
 import { Grants } from '../gateway/grants.js';
-import type { StateStore } from '../state/index.js';
-import { auditFile, CliError, openStateOrFail, parseSince, printJson, stateDsn, stateOptions, type StateFlags } from './common.js';
+import { CliError, parseSince, printJson, stateOptions, stores, type StateFlags } from './common.js';
 
 interface GrantFlags extends StateFlags { json?: boolean }
-
-/** The state store a command works on: --state, the config's, or TOOLGATE_HOME's. */
-function stores(flags: GrantFlags): { state: StateStore; audit: AuditLog } {
-  return { state: openStateOrFail(stateDsn(flags)), audit: new AuditLog(auditFile(flags)) };
-}
 
 async function withGrants<T>(flags: GrantFlags, fn: (g: Grants, audit: AuditLog) => Promise<T>): Promise<T> {
   const { state, audit } = stores(flags);

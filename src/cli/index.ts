@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { collectJournals, sharedJournalDir } from '../audit/journal.js';
+import { registerApprovals } from './approvals.js';
 import { registerAudit } from './audit.js';
 import { CliError } from './common.js';
 import { registerKillSwitch } from './kill-switch.js';
@@ -31,6 +32,7 @@ export function buildProgram(): Command {
   registerRisk(program);
   registerServe(program);
   registerGrants(program);
+  registerApprovals(program);
   registerStatus(program);
   const override = (cmd: Command): void => { cmd.exitOverride(); cmd.commands.forEach(override); };
   program.commands.forEach(override);

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
@@ -33,6 +34,8 @@ export function demoConfig(listen?: string): GatewayConfig {
   const [everything, filesystem, memory] = DEMO;
   return GatewayConfigSchema.parse({
     listen: listen ?? '127.0.0.1:8080',
+    // A fresh admin token per demo run, printed once, so the dashboard at /ui can be signed in to.
+    admin: { token: randomBytes(24).toString('base64url') },
     servers: {
       everything: { ...demoServer(everything, []) },
       filesystem: { ...demoServer(filesystem, [sandbox]) },
@@ -78,6 +81,7 @@ function startText({ base, config, configFile, demoToken }: Started): string {
     out.push('Connect a client with this .mcp.json:', mcpJson(first, serverUrls(base, first).mcp[0], demoToken ?? (config.servers[first].auth === 'none' ? undefined : '<token>')));
   }
   if (demoToken) out.push(`more grants: toolgate grants create${c} --server filesystem --label me`);
+  if (config.admin) out.push(`Dashboard: ${base}/ui/${configFile ? ' (sign in with the admin token)' : ` — sign in with this run's admin token (shown once): ${config.admin.token}`}`);
   return out.join('\n') + '\n';
 }
 
@@ -87,6 +91,7 @@ function startJson({ base, config, configFile, demoToken }: Started): unknown {
     config: configFile ?? null,
     servers: Object.entries(config.servers).map(([name, s]) => ({ name, auth: s.auth, ...serverUrls(base, name) })),
     ...(demoToken ? { grant: { server: 'everything', label: 'demo', token: demoToken } } : {}),
+    ...(config.admin ? { dashboard: `${base}/ui/`, ...(configFile ? {} : { adminToken: config.admin.token }) } : {}),
   };
 }
 
@@ -111,7 +116,7 @@ export function registerServe(program: Command): void {
       } else config = demoConfig(flags.listen);
       const state = openStateOrFail(config.state ?? stateDsn({}));
       const audit = new AuditLog(config.audit ?? auditFile({}), { background: true, onError: (message) => log.error(message) });
-      const gateway = new Gateway({ config, state, audit, log });
+      const gateway = new Gateway({ config, state, audit, log, stateFlag: flags.config ? `-c ${flags.config}` : undefined });
       let address;
       try { address = await gateway.start(); } catch (err) { throw new CliError((err as Error).message); }
       const base = `http://${address.host.includes(':') ? `[${address.host}]` : address.host}:${address.port}`;

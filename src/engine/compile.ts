@@ -31,7 +31,7 @@ export interface CompiledEntry {
   require: CompiledRule[];
   denyIf: CompiledRule[];
   approveIf: CompiledRule[];
-  approval: { timeoutMs: number; via: string[] };
+  approval: ApprovalSettings;
   limits: CompiledLimit[];
   /** The entry's checks followed by all_tools', joined once at compile time. */
   checks: { require: CompiledRule[]; denyIf: CompiledRule[]; limits: CompiledLimit[] };
@@ -73,7 +73,19 @@ export function durationMs(text: string): number {
   return Number(m[1]) * DURATION_MS[m[2]];
 }
 
+/** How a held call is approved (SPEC section 4). */
+export interface ApprovalSettings {
+  timeoutMs: number;
+  via: string[];
+  mode: 'hold' | 'retry';
+  validForMs: number;
+}
+
 const DEFAULT_VIA = ['dashboard', 'cli', 'api', 'webhook'];
+
+function approvalSettings(a: ToolEntry['approval']): ApprovalSettings {
+  return { timeoutMs: durationMs(a?.timeout ?? '5m'), via: a?.via ?? DEFAULT_VIA, mode: a?.mode ?? 'hold', validForMs: durationMs(a?.valid_for ?? '10m') };
+}
 
 /** `matchUndecided`: what a numeric comparison on a value that is not a plain number counts as (fail closed). */
 function rules(list: readonly Rule[], at: string[], matchUndecided: boolean): CompiledRule[] {
@@ -123,7 +135,7 @@ function compileEntry(key: string, e: ToolEntry): Omit<CompiledEntry, 'checks'> 
     require: rules(e.require, [...at, 'require'], false),
     denyIf: rules(e.deny_if, [...at, 'deny_if'], true),
     approveIf: approveRules(e.approve_if, [...at, 'approve_if']),
-    approval: { timeoutMs: durationMs(e.approval?.timeout ?? '5m'), via: e.approval?.via ?? DEFAULT_VIA },
+    approval: approvalSettings(e.approval),
     limits: limits(e.limits, [...at, 'limits']),
   };
 }
@@ -177,7 +189,7 @@ export class CompiledPolicy {
     this.skeletonHide = skeletonGlobs(policy.hide.map((pattern, i) => ({ pattern, value: `/hide/${i}` })));
     this.defaultEntry = policy.default === 'deny' ? null : withAllTools({
       key: '*', pointer: '(default)', action: 'allow', require: [], denyIf: [], approveIf: [],
-      approval: { timeoutMs: durationMs('5m'), via: DEFAULT_VIA }, limits: [],
+      approval: approvalSettings(undefined), limits: [],
     }, this.allTools);
   }
 

@@ -1,5 +1,5 @@
 import type { Charge, CounterStore, FlagStore } from '../state/types.js';
-import type { CompiledEntry, CompiledLimit, CompiledPolicy } from './compile.js';
+import type { ApprovalSettings, CompiledEntry, CompiledLimit, CompiledPolicy } from './compile.js';
 import { plainNumber } from '../policy/check.js';
 import { getPath, MISSING, type CallContext } from './conditions.js';
 
@@ -15,7 +15,7 @@ export interface Decision {
   enforced: boolean;
   /** Counter increments taken for this call; give them back with `settle(decision, false)`. */
   charges: Charge[];
-  approval?: { timeoutMs: number; via: string[] };
+  approval?: ApprovalSettings;
 }
 
 /** What the caller knows about the call beyond its context. */
@@ -24,6 +24,8 @@ export interface DecideHints {
   aliases?: readonly string[];
   /** The tool's definition differs from its pin, or it was never pinned on a pinned server. */
   pinChanged?: boolean;
+  /** A human approved this exact call: step 8 is passed, every other step (limits too) still applies. */
+  approved?: boolean;
 }
 
 export interface EngineOptions {
@@ -189,7 +191,7 @@ export class Engine {
    */
   decide(ctx: CallContext, hints: DecideHints = {}): Decision | Promise<Decision> {
     const aliases = hints.aliases ?? [];
-    if (!this.flags) return this.afterKillSwitch(ctx, aliases, null, hints.pinChanged);
+    if (!this.flags) return this.afterKillSwitch(ctx, aliases, null, hints);
     let killed: ReturnType<FlagStore['killedFor']>;
     try {
       killed = this.flags.killedFor(ctx.server.name);
@@ -198,21 +200,21 @@ export class Engine {
     }
     if (killed instanceof Promise) {
       return killed.then(
-        (k) => this.afterKillSwitch(ctx, aliases, k, hints.pinChanged),
-        () => this.afterKillSwitch(ctx, aliases, this.failOpen ? null : 'unknown', hints.pinChanged),
+        (k) => this.afterKillSwitch(ctx, aliases, k, hints),
+        () => this.afterKillSwitch(ctx, aliases, this.failOpen ? null : 'unknown', hints),
       );
     }
-    return this.afterKillSwitch(ctx, aliases, killed, hints.pinChanged);
+    return this.afterKillSwitch(ctx, aliases, killed, hints);
   }
 
-  private afterKillSwitch(ctx: CallContext, aliases: readonly string[], killed: string | null, pinChanged?: boolean): Decision | Promise<Decision> {
+  private afterKillSwitch(ctx: CallContext, aliases: readonly string[], killed: string | null, hints: DecideHints): Decision | Promise<Decision> {
     if (killed !== null) return deny('(kill-switch)', 'The kill switch is on: no tool calls are forwarded until an operator turns it off.');
-    if (pinChanged && this.policy.pinsOnChange === 'block') {
+    if (hints.pinChanged && this.policy.pinsOnChange === 'block') {
       return deny('(pin)', `The definition of "${ctx.tool}" changed since it was pinned (or it is new); an operator must review and accept it with toolgate pin --accept.`);
     }
     const enforced = !this.shadow;
     const e = this.evaluate(ctx, aliases);
-    if (e.verdict !== 'allow') {
+    if (e.verdict !== 'allow' && !(e.verdict === 'approve' && hints.approved)) {
       return { verdict: e.verdict, rule: e.rule, message: e.message, retryAfterSeconds: null, enforced, charges: NO_CHARGES, approval: e.approval };
     }
     const limits = this.limitsOf(e);

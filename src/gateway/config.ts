@@ -9,7 +9,14 @@ import { isJsonFile, parseWithSchema, type SchemaResult } from '../policy/load.j
  * so credentials never need to be written inline; relative paths are relative to the file.
  */
 
+const WebhookSchema = z.strictObject({
+  url: z.url().describe('where a held call is POSTed'),
+  secret: z.string().min(16, 'use at least 16 characters').describe('HMAC-SHA256 key for X-Toolgate-Signature; use ${VAR}'),
+  format: z.enum(['json', 'slack']).default('json'),
+});
+
 const ServerBase = {
+  approvals: z.strictObject({ webhook: WebhookSchema.optional() }).optional().describe('how people hear of calls held for approval on this server'),
   policy: z.string().optional().describe('policy file; without it, the recommended policy for the server\'s tools'),
   auth: z.enum(['grants', 'none']).default('grants').describe('none: no credentials (local use, loopback only)'),
   audit_args: z.boolean().default(false).describe('store argument values (secrets masked) in the audit log, for replay'),

@@ -14,7 +14,17 @@ export class GatewayMetrics {
   });
   readonly sessions = new Gauge({ name: 'toolgate_sessions', help: 'open client sessions', labelNames: ['server'], registers: [this.registry] });
   readonly authFailures = new Counter({ name: 'toolgate_auth_failures_total', help: 'requests refused for a missing, unknown, revoked or expired token', labelNames: ['server'], registers: [this.registry] });
-  readonly pendingApprovals = new Gauge({ name: 'toolgate_pending_approvals', help: 'calls waiting for a human', registers: [this.registry] });
+  /** Read at each scrape: pending approvals live in the state store, shared with other processes. */
+  pendingCount: () => number | Promise<number> = () => 0;
+  readonly pendingApprovals: Gauge = new Gauge({
+    name: 'toolgate_pending_approvals', help: 'calls waiting for a human', registers: [this.registry],
+    collect: async () => { this.pendingApprovals.set(await this.pendingCount()); },
+  });
+  readonly approvalDecisions = new Counter({ name: 'toolgate_approval_decisions_total', help: 'approvals that ended, by outcome: approved, denied, timeout (then used or unused)', labelNames: ['outcome'], registers: [this.registry] });
+  readonly approvalSeconds = new Histogram({
+    name: 'toolgate_approval_decision_seconds', help: 'time from holding a call to its decision', labelNames: ['outcome'], registers: [this.registry],
+    buckets: [1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600],
+  });
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'toolgate_process_' });

@@ -4,11 +4,12 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { Approvals, cliHowTo } from '../approvals/index.js';
 import type { AuditLog } from '../audit/index.js';
 import { McpAuth } from '../auth/index.js';
 import { CompiledPolicy, Engine } from '../engine/index.js';
 import type { Logger } from '../log.js';
-import { formatIssue, loadPolicyFile, watchPolicyFile } from '../policy/index.js';
+import { formatIssue, loadPolicyFile, watchPolicyFile, type LoadResult } from '../policy/index.js';
 import { PinGuard } from '../proxy/pins.js';
 import { compileObject, PENDING_POLICY, recommendedPolicyFeed } from '../proxy/recommended.js';
 import { PolicySession } from '../proxy/session.js';
@@ -16,10 +17,12 @@ import { HttpUpstream } from '../proxy/upstream-http.js';
 import { StdioUpstream } from '../proxy/upstream-stdio.js';
 import type { Upstream } from '../proxy/upstream.js';
 import type { Grant, StateStore } from '../state/types.js';
+import { Dashboard } from '../web/index.js';
 import { durationToMs, isLoopback, sizeToBytes, type GatewayConfig, type ServerConfig } from './config.js';
 import { AdminError, handleAdmin, isAdmin } from './admin.js';
 import { Grants } from './grants.js';
 import { HttpError, sendHttpError } from './http-errors.js';
+import { Listings } from './listings.js';
 import { GatewayMetrics } from './metrics.js';
 import { checkPostHeaders, isInitializeRequest, StreamableSession, type ClientChannel } from './streamable.js';
 
@@ -28,6 +31,10 @@ export interface GatewayOptions {
   state: StateStore;
   audit: AuditLog;
   log: Logger;
+  /** What the approve command printed for people needs to reach this gateway's state, e.g. `-c toolgate.yaml`. */
+  stateFlag?: string;
+  /** First delay between webhook retries (default 1 s). */
+  webhookBackoffMs?: number;
 }
 
 interface Live {
@@ -57,6 +64,8 @@ function listenHost(config: GatewayConfig): string {
  */
 export class Gateway {
   readonly metrics = new GatewayMetrics();
+  readonly approvals: Approvals;
+  private readonly stopApprovalMetrics: () => void;
   private config: GatewayConfig;
   private readonly grants: Grants;
   private readonly auth: McpAuth;
@@ -69,10 +78,25 @@ export class Gateway {
   private port = 0;
   private allowedHosts = new Set<string>();
   private localOrigins = new Set<string>();
+  private readonly dashboard: Dashboard;
+  private readonly listings = new Listings();
+  /** Admin responses still open after their handler returned: event streams, ended when the gateway stops. */
+  private readonly streams = new Set<ServerResponse>();
 
   constructor(private readonly opts: GatewayOptions) {
     this.config = opts.config;
+    this.dashboard = new Dashboard({ config: () => this.config, audit: opts.audit });
     this.grants = new Grants(opts.state.grants);
+    this.approvals = new Approvals({
+      store: opts.state.approvals,
+      audit: opts.audit,
+      log: opts.log,
+      howTo: cliHowTo(opts.stateFlag),
+      onHeld: (a, notice) => opts.log.info({ server: a.server, tool: a.tool, approval: a.id }, notice),
+      webhook: (server) => this.config.servers[server]?.approvals?.webhook,
+      webhookBackoffMs: opts.webhookBackoffMs,
+    });
+    this.stopApprovalMetrics = this.watchApprovalMetrics();
     this.auth = new McpAuth({ config: () => this.config, grants: this.grants, store: opts.state.oauth, audit: opts.audit, log: opts.log });
     this.http = createServer((req, res) => {
       this.handle(req, res).catch((err: Error) => {
@@ -129,8 +153,24 @@ export class Gateway {
     for (const live of this.sessions.values()) if (!config.servers[live.server]) void this.close(live, 'the server was removed from the configuration');
   }
 
+  /** Pending count read at each scrape; outcomes and time to decision counted as they happen, in any process. */
+  private watchApprovalMetrics(): () => void {
+    const store = this.opts.state.approvals;
+    this.metrics.pendingCount = async () => (await store.list({ status: 'pending', limit: 100_000 })).length;
+    return store.watch((a) => {
+      if (a.status === 'pending') return;
+      this.metrics.approvalDecisions.inc({ outcome: a.status });
+      if (a.decidedAt !== undefined && (a.status === 'approved' || a.status === 'denied' || a.status === 'timeout')) {
+        this.metrics.approvalSeconds.observe({ outcome: a.status }, (a.decidedAt - a.requestedAt) / 1000);
+      }
+    });
+  }
+
   async stop(): Promise<void> {
     clearInterval(this.reaper);
+    for (const res of this.streams) res.end();
+    this.stopApprovalMetrics();
+    this.approvals.close();
     for (const stop of this.watchers.values()) stop();
     await Promise.all([...this.sessions.values()].map((l) => this.close(l, 'the gateway is stopping')));
     await new Promise<void>((resolve) => this.http.close(() => resolve()));
@@ -147,7 +187,8 @@ export class Gateway {
     }
   }
 
-  private readBody(req: IncomingMessage): Promise<unknown> {
+  /** The request's JSON body; with `allowEmpty`, an empty body is undefined (admin POSTs without options). */
+  private readBody(req: IncomingMessage, allowEmpty = false): Promise<unknown> {
     const max = sizeToBytes(this.config.sessions.max_body);
     const tooLarge = () => new HttpError(413, `the body is larger than ${this.config.sessions.max_body}`);
     if (Number(req.headers['content-length'] ?? 0) > max) return Promise.reject(tooLarge());
@@ -166,6 +207,7 @@ export class Gateway {
       req.on('error', reject);
       req.on('end', () => {
         if (size > max) return;
+        if (allowEmpty && size === 0) return resolve(undefined);
         try {
           resolve(JSON.parse((chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)).toString('utf8')));
         } catch {
@@ -213,18 +255,25 @@ export class Gateway {
       res.end(JSON.stringify({ status: 'ok', servers: Object.keys(this.config.servers).length, sessions: this.sessions.size }));
       return;
     }
+    if (url.pathname === '/ui' || url.pathname.startsWith('/ui/')) return this.dashboard.handle(req, res, url.pathname);
     if (url.pathname === '/api' || url.pathname.startsWith('/api/')) {
       if (!this.config.admin) throw new HttpError(404, 'the admin API is off: set admin.token in the configuration');
-      if (!isAdmin(req, this.config)) {
+      if (!isAdmin(req, this.config) && !this.dashboard.authorizes(req)) {
         this.opts.audit.append({ kind: 'auth', decision: 'deny', message: `admin API: wrong or missing admin token (from ${req.socket.remoteAddress})` });
         throw new HttpError(401, 'the admin API needs Authorization: Bearer <admin token>', { 'www-authenticate': 'Bearer realm="toolgate-admin"' });
       }
-      const body = req.method === 'GET' || req.method === 'DELETE' ? undefined : await this.readBody(req);
+      const body = req.method === 'GET' || req.method === 'DELETE' ? undefined : await this.readBody(req, true);
       try {
         await handleAdmin(req, res, url, body, {
           config: () => this.config, state: this.opts.state, audit: this.opts.audit, grants: this.grants,
           sessions: (server) => [...this.sessions.values()].filter((l) => l.server === server).length,
+          listings: this.listings, applyPolicy: (file, result) => this.applyPolicy(file, result),
+          approvals: this.approvals,
         });
+        if (!res.writableEnded) {
+          this.streams.add(res);
+          res.on('close', () => this.streams.delete(res));
+        }
       } catch (err) {
         if (err instanceof AdminError) throw new HttpError(err.status, err.message);
         throw err;
@@ -343,14 +392,24 @@ export class Gateway {
         this.opts.log.error(`policy reload rejected, keeping the previous policy: ${formatIssue(file, result.issues[0])}`);
         return;
       }
-      let mtime = 0;
-      try { mtime = statSync(file).mtimeMs; } catch { /* gone again */ }
-      const policy = new CompiledPolicy(result.policy, result.hash);
-      this.policies.set(file, { mtime, policy });
-      for (const live of this.sessions.values()) if (live.policyFile === file) live.engine.setPolicy(policy);
-      this.opts.audit.append({ kind: 'policy_reload', policyHash: result.hash, message: file });
-      this.opts.log.info({ policy: file, policyHash: result.hash }, 'policy reloaded');
+      this.applyPolicy(file, result);
     }));
+  }
+
+  /** A valid policy file's new content reaches every live session using it (once per content: the watcher may see a save the dashboard applied). */
+  private applyPolicy(file: string, result: Extract<LoadResult, { ok: true }>): void {
+    let mtime = 0;
+    try { mtime = statSync(file).mtimeMs; } catch { /* gone again */ }
+    const current = this.policies.get(file);
+    if (current?.policy.hash === result.hash) {
+      current.mtime = mtime;
+      return;
+    }
+    const policy = new CompiledPolicy(result.policy, result.hash);
+    this.policies.set(file, { mtime, policy });
+    for (const live of this.sessions.values()) if (live.policyFile === file) live.engine.setPolicy(policy);
+    this.opts.audit.append({ kind: 'policy_reload', policyHash: result.hash, message: file });
+    this.opts.log.info({ policy: file, policyHash: result.hash }, 'policy reloaded');
   }
 
   private open(id: string, name: string, server: ServerConfig, grant: Grant, channelFor: (session: PolicySession) => ClientChannel): Live {
@@ -368,6 +427,7 @@ export class Gateway {
       log,
       pins: new PinGuard(state.pins, name, log),
       callTimeoutMs: durationToMs(server.call_timeout),
+      approvals: this.approvals,
       onToolsListed: policy ? undefined : recommendedPolicyFeed(engine, name, () => session, log),
       observe: {
         decision: (tool, decision, rule, seconds) => {

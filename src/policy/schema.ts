@@ -49,8 +49,10 @@ export const LimitSchema = z.strictObject({
 export const DurationSchema = z.string().regex(/^\d+(ms|s|m|h|d)$/, 'a duration such as "30s", "5m", "1h"');
 
 export const ApprovalSchema = z.strictObject({
-  timeout: DurationSchema.default('5m'),
-  via: z.array(z.enum(APPROVAL_CHANNELS)).optional(),
+  timeout: DurationSchema.default('5m').describe('How long a held call waits for a decision before it is denied'),
+  via: z.array(z.enum(APPROVAL_CHANNELS)).optional().describe('Channels that may approve; default all but client'),
+  mode: z.enum(['hold', 'retry']).default('hold').describe('hold: the call waits; retry: it is denied at once with the approval id, and passes when made again after approval'),
+  valid_for: DurationSchema.default('10m').describe('How long an approval waits for its call to be made again (after the client gave up, or in retry mode)'),
 });
 
 export const ToolEntrySchema = z.strictObject({

@@ -31,14 +31,14 @@ export function errorResponse(id: Id | null, code: number, message: string): Jso
 export const DECISION_META_KEY = 'dev.toolgate/decision';
 
 /** A denial is a normal tool result, so the agent can read the reason and act on it. */
-export function denialResult(id: Id, message: string, rule: string, retryAfterSeconds: number | null): Json {
+export function denialResult(id: Id, message: string, rule: string, retryAfterSeconds: number | null, extra?: Json): Json {
   return {
     jsonrpc: '2.0',
     id,
     result: {
       isError: true,
       content: [{ type: 'text', text: `[POLICY DENIED] ${message}` }],
-      _meta: { [DECISION_META_KEY]: { rule, retryAfterSeconds } },
+      _meta: { [DECISION_META_KEY]: { rule, retryAfterSeconds, ...extra } },
     },
   };
 }

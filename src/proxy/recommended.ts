@@ -1,7 +1,7 @@
 import { CompiledPolicy, type Engine } from '../engine/index.js';
 import type { Logger } from '../log.js';
 import { validatePolicyObject } from '../policy/index.js';
-import { CATEGORIES, classifyTools, recommendPolicy, type ToolDefinition } from '../risk/index.js';
+import { CATEGORIES, classifyTools, recommendPolicy, type RecommendOptions, type ToolDefinition } from '../risk/index.js';
 import type { PolicySession } from './session.js';
 
 /** What applies before the server has listed its tools: nothing is callable yet. */
@@ -17,7 +17,7 @@ export function compileObject(policy: unknown): CompiledPolicy {
  * Keeps the recommended policy in step with what the server lists: every tools/list answer is
  * classified (all pages) and the policy recomputed before the answer reaches the client.
  */
-export function recommendedPolicyFeed(engine: Engine, serverName: string, session: () => PolicySession, log: Logger) {
+export function recommendedPolicyFeed(engine: Engine, serverName: string, session: () => PolicySession, log: Logger, opts: RecommendOptions = {}) {
   const tools = new Map<string, ToolDefinition>();
   let announced = '';
   return (page: unknown[], first: boolean) => {
@@ -25,7 +25,7 @@ export function recommendedPolicyFeed(engine: Engine, serverName: string, sessio
     for (const t of page) if (t && typeof t === 'object' && typeof (t as ToolDefinition).name === 'string') tools.set((t as ToolDefinition).name, t as ToolDefinition);
     const list = [...tools.values()];
     const classified = classifyTools(list, { name: serverName, instructions: session().serverInstructions });
-    engine.setPolicy(compileObject(recommendPolicy(classified, list, serverName)));
+    engine.setPolicy(compileObject(recommendPolicy(classified, list, serverName, opts)));
     const summary = CATEGORIES.map((c) => `${classified.filter((x) => x.category === c).length} ${c}`).join(', ');
     if (summary !== announced) {
       announced = summary;

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { constants } from 'node:os';
-import { basename, resolve } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
+import { Approvals, cliHowTo } from '../approvals/index.js';
 import { AuditLog } from '../audit/index.js';
 import { CompiledPolicy, Engine } from '../engine/index.js';
 import type { Logger } from '../log.js';
@@ -74,6 +75,15 @@ export async function runProxy(opts: RunOptions): Promise<number> {
   const audit = new AuditLog(opts.auditFile, { onError: (message) => log.error(message) });
   const engine = new Engine({ policy, counters: state.counters, flags: state.flags, failOpen: opts.failOpen, shadow: opts.shadow });
   const serverName = opts.serverName ?? deriveServerName(opts.upstream);
+  // The approve command printed for the person must reach this state from their own terminal.
+  const plainDefault = `sqlite:${join(process.env.HOME || process.cwd(), '.toolgate', 'state.db')}`;
+  const approvals = new Approvals({
+    store: state.approvals,
+    audit,
+    log,
+    howTo: cliHowTo(opts.stateDsn === plainDefault ? '' : `--state ${opts.stateDsn}`),
+    onHeld: (_a, notice) => { process.stderr.write(`toolgate: ${notice}\n`); },
+  });
   const sessionId = randomUUID();
   const stdin = opts.stdin ?? process.stdin;
   const stdout = opts.stdout ?? process.stdout;
@@ -96,7 +106,8 @@ export async function runProxy(opts: RunOptions): Promise<number> {
     engine,
     audit,
     pins: new PinGuard(state.pins, serverName, log),
-    onToolsListed: opts.policyFile ? undefined : recommendedPolicyFeed(engine, serverName, () => session, log),
+    onToolsListed: opts.policyFile ? undefined : recommendedPolicyFeed(engine, serverName, () => session, log, { clientApproves: true }),
+    approvals,
     auditArgs: opts.auditArgs,
     callTimeoutMs: opts.callTimeoutMs,
     identity: { sessionId, serverName, grant: { label: opts.grant, tags: [] } },
@@ -146,6 +157,7 @@ export async function runProxy(opts: RunOptions): Promise<number> {
   const code = await exited;
   for (const s of signals) process.off(s, forward);
   stopWatching();
+  approvals.close();
   stdin.pause();
   await state.close();
   audit.append({ kind: 'stop', server: serverName, grant: opts.grant, message: `run exited (${code})` });

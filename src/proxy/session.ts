@@ -1,6 +1,9 @@
+import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
+import { elicitationDecision, elicitationParams, outcomeMessage, retryMessage, waitingMessage, type Approvals } from '../approvals/index.js';
 import type { AuditDecision, AuditLog, AuditRef } from '../audit/index.js';
 import { malformedName, skeleton, type CallContext, type Decision, type Engine } from '../engine/index.js';
+import type { Approval } from '../state/types.js';
 import type { PinGuard } from './pins.js';
 import { NotDelivered } from './upstream.js';
 import {
@@ -33,6 +36,8 @@ export interface SessionOptions {
     decision(tool: string, decision: string, rule: string, seconds: number): void;
     upstream(tool: string, outcome: string, seconds: number): void;
   };
+  /** Human approval; without it, a call that needs approval is denied, saying so. */
+  approvals?: Approvals;
   /** Largest accepted nesting depth of tools/call arguments. */
   maxDepth?: number;
   /**
@@ -57,7 +62,15 @@ interface Pending {
   audit?: AuditRef;
   /** Runs out after callTimeoutMs without an answer or progress (forwarded tools/call only). */
   timer?: NodeJS.Timeout;
+  /** A call held for approval: aborting stops waiting (the approval itself stays pending). */
+  held?: AbortController;
 }
+
+/** How often a held call whose client asked for progress hears that it is still waiting. */
+const PROGRESS_EVERY_MS = 10_000;
+/** How long a tools/call waits for toolgate's own listing of the server's tools. */
+const LISTING_TIMEOUT_MS = 10_000;
+const MAX_LIST_PAGES = 100;
 
 function progressTokenOf(params: unknown): unknown {
   return isObject(params) && isObject(params._meta) ? params._meta.progressToken : undefined;
@@ -86,6 +99,14 @@ export class PolicySession {
   private readonly skeletons = new Map<string, string>();
   /** Messages that arrived while an asynchronous decision was pending: order is kept. */
   private backlog: unknown[] = [];
+  /** Requests toolgate itself sends (its own tools/list upstream, elicitation to the client), by id key. */
+  private readonly own = new Map<string, { to: 'client' | 'server'; resolve(message: Json): void; related?: Id }>();
+  private ownSeq = 0;
+  private readonly ownPrefix = `toolgate-${randomUUID().slice(0, 8)}-`;
+  /** Toolgate's own listing of the server's tools, while it runs; tools/call waits for it. */
+  private listing?: Promise<void>;
+  private serverHasTools = false;
+  private clientElicits = false;
   private busy = false;
   private closed = false;
   private readonly now: () => number;
@@ -155,6 +176,7 @@ export class PolicySession {
     }
     const hasId = Object.hasOwn(message, 'id');
     if (!Object.hasOwn(message, 'method')) {
+      if (hasId && isValidId(message.id) && this.answerOwn(message, 'client')) return;
       // A response to a server→client request (sampling, elicitation, roots, ping).
       if (hasId && (Object.hasOwn(message, 'result') || Object.hasOwn(message, 'error'))) this.opts.toServer(message);
       else this.reject(null, INVALID_REQUEST, 'Invalid request: no method, result or error');
@@ -182,8 +204,9 @@ export class PolicySession {
         this.opts.log.warn('dropped a tools/call sent as a notification (no id): it would bypass the policy');
         return;
       }
-      if (method === 'notifications/cancelled') this.cancelled(message.params);
+      if (method === 'notifications/cancelled' && this.cancelled(message.params) === 'held') return;
       this.opts.toServer(message);
+      if (method === 'notifications/initialized' && this.serverHasTools) this.listTools();
       return;
     }
     const key = idKey(id as Id);
@@ -197,6 +220,7 @@ export class PolicySession {
     }
     if (method === 'initialize' && isObject(message.params) && isObject(message.params.clientInfo) && typeof message.params.clientInfo.name === 'string') {
       this.clientName = message.params.clientInfo.name;
+      this.clientElicits = isObject(message.params.capabilities) && isObject(message.params.capabilities.elicitation);
     }
     if (method === 'tools/call') return this.toolsCall(id as Id, key, message);
     const paged = method === 'tools/list' && isObject(message.params) && message.params.cursor !== undefined;
@@ -251,6 +275,16 @@ export class PolicySession {
       this.reject(id, INVALID_PARAMS, 'Invalid params: arguments are nested too deeply');
       return;
     }
+    if (this.listing) {
+      // The policy may still be changing with the server's tool list: decide once it is known.
+      const waiting: Pending = { method: 'tools/call', started: this.now(), id };
+      this.pending.set(key, waiting);
+      return this.listing.then(() => {
+        if (this.pending.get(key) !== waiting) return;
+        this.pending.delete(key);
+        return this.toolsCall(id, key, message);
+      });
+    }
     const ctx = this.context(params.name, args);
     const malformed = malformedName(params.name);
     if (malformed) {
@@ -270,9 +304,149 @@ export class PolicySession {
 
   private decided(id: Id, key: string, message: Json, ctx: CallContext, pending: Pending, decision: Decision): void {
     const seconds = (this.now() - ctx.now) / 1000;
-    this.carryOut(id, key, message, ctx, pending, decision);
+    const held = decision.verdict === 'approve' && decision.enforced && this.opts.approvals;
+    if (held) this.hold(id, key, message, ctx, pending, decision);
+    else this.carryOut(id, key, message, ctx, pending, decision);
     // Counted after the message went on its way: metrics are not on the call's path.
-    this.opts.observe?.decision(ctx.tool, decision.verdict === 'allow' ? 'allow' : decision.enforced ? 'deny' : 'shadow_deny', decision.rule, seconds);
+    const label = decision.verdict === 'allow' ? 'allow' : !decision.enforced ? 'shadow_deny' : held ? 'approve' : 'deny';
+    this.opts.observe?.decision(ctx.tool, label, decision.rule, seconds);
+  }
+
+  private deny(id: Id, key: string, ctx: CallContext, rule: string, text: string, meta?: Json): void {
+    this.pending.delete(key);
+    this.record(ctx, 'deny', rule, text);
+    this.opts.log.debug({ tool: ctx.tool, rule }, 'denied');
+    this.opts.toClient(denialResult(id, text, rule, null, meta));
+  }
+
+  /**
+   * Holds a call for approval without holding up the session: other messages go on while it
+   * waits. Ends in the call forwarded (approved, limits taken), denied, or — when the client
+   * gives up — nothing sent at all, the approval staying pending for the same call made again.
+   */
+  private hold(id: Id, key: string, message: Json, ctx: CallContext, pending: Pending, decision: Decision): void {
+    const approvals = this.opts.approvals!;
+    const settings = decision.approval!;
+    const held = new AbortController();
+    pending.held = held;
+    const run = async () => {
+      const { identity } = this.opts;
+      const { approval } = await approvals.open({
+        server: identity.serverName, grant: identity.grant.label, session: identity.sessionId, client: this.clientName,
+        tool: ctx.tool, args: ctx.args, rule: decision.rule, reason: decision.message ?? `"${ctx.tool}" needs human approval.`, settings,
+      });
+      if (held.signal.aborted) return;
+      const meta = (a: typeof approval) => ({ approval: { id: a.id, status: a.status } });
+      if (approval.status === 'approved') return this.release(id, key, message, pending, approval, held.signal);
+      if (settings.mode === 'retry') return this.deny(id, key, ctx, decision.rule, retryMessage(approval, this.now(), approvals.howTo), meta(approval));
+      if (settings.via.includes('client') && this.clientElicits) this.elicit(approval, id);
+      const progress = this.progress(pending, () => waitingMessage(approval, this.now(), approvals.howTo));
+      const outcome = await approvals.wait(approval, held.signal).finally(progress);
+      if (!outcome || this.pending.get(key) !== pending) return;
+      if (outcome.status === 'approved') return this.release(id, key, message, pending, outcome, held.signal);
+      this.deny(id, key, ctx, decision.rule, outcomeMessage(outcome, settings.timeoutMs), meta(outcome));
+    };
+    run().catch((err: Error) => this.failed(message, err));
+  }
+
+  /**
+   * An approved call: decided again (kill switch, rules and limits still apply; only the wait
+   * for approval is passed), and forwarded if the approval is still unused — it is used now.
+   */
+  private async release(id: Id, key: string, message: Json, pending: Pending, approval: { id: string; decidedBy?: string }, signal: AbortSignal): Promise<void> {
+    const params = message.params as Json;
+    const ctx = this.context(params.name as string, (params.arguments ?? {}) as Record<string, unknown>);
+    const decision = await this.opts.engine.decide(ctx, { aliases: this.aliases(ctx.tool), pinChanged: this.opts.pins?.isChanged(ctx.tool), approved: true });
+    if (signal.aborted || this.pending.get(key) !== pending) {
+      void this.opts.engine.settle(decision, false);
+      return;
+    }
+    if (decision.verdict === 'allow' || !decision.enforced) {
+      if (!(await this.opts.approvals!.use(approval.id))) {
+        void this.opts.engine.settle(decision, false);
+        this.deny(id, key, ctx, decision.rule, `Approval ${approval.id} was already used by an identical call; make the call again to ask for a new approval.`);
+        return;
+      }
+      decision.message = `approved by ${approval.decidedBy ?? '?'} (${approval.id})`;
+    }
+    pending.held = undefined;
+    pending.started = ctx.now;
+    this.carryOut(id, key, message, ctx, pending, decision);
+  }
+
+  /** Progress notifications while a call waits, when the client asked for them; returns the stop function. */
+  private progress(pending: Pending, text: () => string): () => void {
+    const token = pending.progressToken;
+    if (token === undefined || (typeof token !== 'string' && typeof token !== 'number')) return () => {};
+    let n = 0;
+    const send = () => this.opts.toClient({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: token, progress: ++n, message: text() } });
+    send();
+    const timer = setInterval(send, PROGRESS_EVERY_MS);
+    timer.unref();
+    return () => clearInterval(timer);
+  }
+
+  /** Asks the client's user (MCP elicitation) to approve or deny; their answer decides the approval. */
+  private elicit(approval: Approval, related: Id): void {
+    const approvals = this.opts.approvals!;
+    const by = `client:${this.clientName ?? 'unknown'}`;
+    this.ownRequest('elicitation/create', elicitationParams(approval), 'client', related, Math.max(1, approval.expiresAt - this.now()))
+      .then((answer) => {
+        const decision = elicitationDecision(answer);
+        if (decision) return approvals.decide(approval.id, decision.approve, by, 'client', decision.reason);
+      })
+      .catch((err: Error) => this.opts.log.debug({ err: err.message }, 'the elicitation did not decide the approval'));
+  }
+
+  /**
+   * Sends a request of toolgate's own to the server or the client and resolves with its answer.
+   * Only the side it was sent to may answer it: a client must not be able to feed toolgate a tool
+   * list, nor a server approve its own call.
+   */
+  private ownRequest(method: string, params: Json, to: 'client' | 'server', related?: Id, timeoutMs?: number): Promise<Json> {
+    const id = `${this.ownPrefix}${++this.ownSeq}`;
+    const key = idKey(id);
+    return new Promise<Json>((resolve, reject) => {
+      const timer = timeoutMs ? setTimeout(() => { this.own.delete(key); reject(new Error(`no answer to ${method}`)); }, timeoutMs) : undefined;
+      timer?.unref();
+      this.own.set(key, { to, resolve: (m) => { clearTimeout(timer); resolve(m); }, related });
+      const message = { jsonrpc: '2.0', id, method, params };
+      if (to === 'client') this.opts.toClient(message);
+      else this.opts.toServer(message);
+    });
+  }
+
+  private answerOwn(message: Json, from: 'client' | 'server'): boolean {
+    const key = idKey(message.id as Id);
+    const own = this.own.get(key);
+    if (!own || own.to !== from) return false;
+    this.own.delete(key);
+    own.resolve(message);
+    return true;
+  }
+
+  /**
+   * Lists the server's tools itself (all pages), right after initialize and after every
+   * list_changed, so the recommended policy, pins and look-alike checks know them before the
+   * first tools/call is decided — also when the client calls without listing first.
+   */
+  private listTools(): void {
+    const run = async () => {
+      let cursor: unknown;
+      for (let page = 0; page < MAX_LIST_PAGES; page++) {
+        const answer = await this.ownRequest('tools/list', cursor === undefined ? {} : { cursor }, 'server', undefined, LISTING_TIMEOUT_MS);
+        const result = answer.result;
+        if (!isObject(result) || !Array.isArray(result.tools)) return;
+        this.opts.onToolsListed?.(result.tools, page === 0);
+        this.filterTools(result.tools);
+        cursor = result.nextCursor;
+        if (typeof cursor !== 'string' || cursor === '') return;
+      }
+    };
+    const listing: Promise<void> = run()
+      .catch((err: Error) => this.opts.log.warn({ err: err.message }, "could not list the server's tools"))
+      .finally(() => { if (this.listing === listing) this.listing = undefined; });
+    this.listing = listing;
   }
 
   /** Denies, or records and forwards. */
@@ -327,12 +501,17 @@ export class PolicySession {
     return this.knownTools.get(sk) ?? [];
   }
 
-  private cancelled(params: unknown): void {
+  /** 'held' when the cancelled request was a call waiting for approval, which the server never saw. */
+  private cancelled(params: unknown): 'held' | undefined {
     if (!isObject(params) || !isValidId(params.requestId)) return;
     const key = idKey(params.requestId);
     const pending = this.pending.get(key);
     if (!pending) return;
     this.pending.delete(key);
+    if (pending.held) {
+      pending.held.abort();
+      return 'held';
+    }
     // The call may already have had its effect upstream, so its reservation stands.
     this.finish(pending, 'cancelled', true);
   }
@@ -342,6 +521,7 @@ export class PolicySession {
       clearTimeout(pending.timer);
       if (this.byProgressToken.get(pending.progressToken) === pending) this.byProgressToken.delete(pending.progressToken);
     }
+    pending.held?.abort();
     if (pending.tool !== undefined) this.opts.observe?.upstream(pending.tool, outcome, (this.now() - pending.started) / 1000);
     if (pending.decision) {
       const settled = this.opts.engine.settle(pending.decision, ok);
@@ -360,6 +540,12 @@ export class PolicySession {
       this.byProgressToken.get(message.params.progressToken)?.timer?.refresh();
     }
     const isResponse = !Object.hasOwn(message, 'method') && isValidId(message.id);
+    if (isResponse && this.answerOwn(message, 'server')) return;
+    if (message.method === 'notifications/tools/list_changed') {
+      this.opts.toClient(message, raw);
+      this.listTools();
+      return;
+    }
     const pending = isResponse ? this.pending.get(idKey(message.id as Id)) : undefined;
     if (!pending) {
       this.opts.toClient(message, raw);
@@ -372,8 +558,9 @@ export class PolicySession {
       const result = message.result;
       this.finish(pending, failed ? 'error' : isObject(result) && result.isError === true ? 'is_error' : 'result', !failed);
     }
-    if (pending.method === 'initialize' && isObject(message.result) && typeof message.result.instructions === 'string') {
-      this.serverInstructions = message.result.instructions;
+    if (pending.method === 'initialize' && isObject(message.result)) {
+      if (typeof message.result.instructions === 'string') this.serverInstructions = message.result.instructions;
+      this.serverHasTools = isObject(message.result.capabilities) && isObject(message.result.capabilities.tools);
     }
     if (pending.method === 'tools/list' && isObject(message.result) && Array.isArray(message.result.tools)) {
       this.opts.onToolsListed?.(message.result.tools, !pending.paged);
@@ -409,6 +596,10 @@ export class PolicySession {
    */
   relatedRequest(message: Json): Id | undefined {
     if (!Object.hasOwn(message, 'method')) return undefined;
+    if (isValidId(message.id)) {
+      const own = this.own.get(idKey(message.id));
+      if (own) return own.related;
+    }
     const token = isObject(message.params) ? message.params.progressToken : undefined;
     const open = [...this.pending.values()].filter((p) => p.id !== undefined && p.method !== 'initialize');
     if (token !== undefined) return open.find((p) => p.progressToken === token)?.id;
@@ -420,8 +611,7 @@ export class PolicySession {
     const pending = this.pending.get(idKey(id));
     if (!pending) return;
     const cancel = { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason: 'the client disconnected' } };
-    this.cancelled(cancel.params);
-    this.opts.toServer(cancel);
+    if (this.cancelled(cancel.params) !== 'held') this.opts.toServer(cancel);
   }
 
   /**
@@ -446,6 +636,8 @@ export class PolicySession {
    */
   upstreamClosed(reason: string): void {
     this.closed = true;
+    for (const own of [...this.own.values()]) own.resolve({ jsonrpc: '2.0', error: { code: INTERNAL_ERROR, message: reason } });
+    this.own.clear();
     for (const [key, pending] of this.pending) {
       this.pending.delete(key);
       const forwarded = pending.decision !== undefined;

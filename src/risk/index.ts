@@ -3,7 +3,7 @@ export { ATTACKS, attacksFor } from './attacks.js';
 export { Catalog, recordSummary } from './catalog.js';
 export { buildRecord, gradeOf } from './record.js';
 export type { ServerRecord, ToolRecord, Verification } from './record.js';
-export { amountArgument, recommendedEntry, recommendPolicy, RULE_BY_CATEGORY } from './recommend.js';
+export { amountArgument, recommendedEntry, recommendPolicy, RULE_BY_CATEGORY, type RecommendOptions } from './recommend.js';
 export { serverHtml, serverMarkdown, toolHtml, toolMarkdown, toolSlug } from './render.js';
 export { fetchListing, originOf, probeAuth, serverFingerprint, SourceError, toolFingerprint } from './source.js';
 export type { AuthPosture, Listing, Origin, Source } from './source.js';

@@ -26,8 +26,16 @@ export function amountArgument(tool: ToolDefinition): string | undefined {
 
 type Entry = NonNullable<PolicyInput['tools']>[string];
 
+export interface RecommendOptions {
+  /**
+   * The person at the client is the operator (toolgate run): Destructive tools may also be
+   * approved by them through MCP elicitation (`via` gains `client`).
+   */
+  clientApproves?: boolean;
+}
+
 /** The recommended entry for one tool. Counter names follow the seeds: `<tool>_rate`. */
-export function recommendedEntry(c: Classification, tool?: ToolDefinition): Entry {
+export function recommendedEntry(c: Classification, tool?: ToolDefinition, opts: RecommendOptions = {}): Entry {
   const rule = RULE_BY_CATEGORY[c.category];
   const description = `${c.category}/${c.risk}: ${rule.verdict.toLowerCase()}`;
   if (rule.verdict === 'Allowed') return {};
@@ -35,6 +43,7 @@ export function recommendedEntry(c: Classification, tool?: ToolDefinition): Entr
     return { limits: [{ counter: `${c.name}_rate`, window: 'minute', max: rule.perMinute!, scope: 'grant' }] };
   }
   const entry: Entry = { description, action: 'approve' };
+  if (opts.clientApproves && c.category === 'Destructive') entry.approval = { via: ['client', 'cli', 'api', 'dashboard', 'webhook'] };
   const amount = c.category === 'Financial' && tool ? amountArgument(tool) : undefined;
   if (amount) {
     entry.limits = [{
@@ -46,10 +55,10 @@ export function recommendedEntry(c: Classification, tool?: ToolDefinition): Entr
 }
 
 /** `default: deny`, one entry per tool by its category. */
-export function recommendPolicy(classifications: readonly Classification[], tools: readonly ToolDefinition[] = [], serverName?: string): PolicyInput {
+export function recommendPolicy(classifications: readonly Classification[], tools: readonly ToolDefinition[] = [], serverName?: string, opts: RecommendOptions = {}): PolicyInput {
   const byName = new Map(tools.map((t) => [t.name, t]));
   const entries: Record<string, Entry> = {};
-  for (const c of classifications) entries[c.name] = recommendedEntry(c, byName.get(c.name));
+  for (const c of classifications) entries[c.name] = recommendedEntry(c, byName.get(c.name), opts);
   return {
     version: '1',
     description: `Recommended by toolgate${serverName ? ` for ${serverName}` : ''}: Read allowed, Write 30/min and Execute 10/min per grant, Destructive and Financial need approval.`,

@@ -3,7 +3,7 @@ import { openMemoryState } from './memory.js';
 import { openSqliteState } from './sqlite.js';
 import type { StateStore } from './types.js';
 
-export type { Charge, CounterStore, FlagStore, Grant, GrantStore, KillScope, KillSwitchState, PinStore, StateStore } from './types.js';
+export type { Approval, ApprovalDecision, ApprovalStatus, ApprovalStore, Charge, CounterStore, FlagStore, Grant, GrantStore, KillScope, KillSwitchState, PinStore, StateStore } from './types.js';
 export { openDatabase } from './sqlite.js';
 
 export class StateError extends Error {}

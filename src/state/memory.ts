@@ -1,3 +1,4 @@
+import { MemoryApprovalStore } from './memory-approvals.js';
 import type { Charge, CounterStore, FlagStore, Grant, GrantStore, KillScope, KillSwitchState, OAuthStore, PinStore, StateStore } from './types.js';
 
 interface Cell { value: number; expiresAt: number }
@@ -130,6 +131,6 @@ export class MemoryOAuthStore implements OAuthStore {
 export function openMemoryState(): StateStore {
   return {
     kind: 'memory', counters: new MemoryCounterStore(), flags: new MemoryFlagStore(), pins: new MemoryPinStore(), grants: new MemoryGrantStore(),
-    oauth: new MemoryOAuthStore(), close: async () => {},
+    approvals: new MemoryApprovalStore(), oauth: new MemoryOAuthStore(), close: async () => {},
   };
 }

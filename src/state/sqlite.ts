@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
+import { SqliteApprovalStore } from './sqlite-approvals.js';
 import type { Charge, CounterStore, FlagStore, Grant, GrantStore, KillScope, KillSwitchState, OAuthStore, PinStore, StateStore } from './types.js';
 
 /**
@@ -283,13 +284,15 @@ export class SqliteOAuthStore implements OAuthStore {
 export function openSqliteState(file: string): StateStore {
   const db = openDatabase(file);
   const dataVersion = new DataVersion(db);
+  const approvals = new SqliteApprovalStore(db);
   return {
     kind: 'sqlite',
     counters: new SqliteCounterStore(db),
     flags: new SqliteFlagStore(db, dataVersion),
     pins: new SqlitePinStore(db),
     grants: new SqliteGrantStore(db, dataVersion),
+    approvals,
     oauth: new SqliteOAuthStore(db),
-    close: async () => { closeDatabase(db); },
+    close: async () => { approvals.stop(); closeDatabase(db); },
   };
 }

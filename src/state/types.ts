@@ -69,6 +69,93 @@ export interface GrantStore {
   revoke(id: string, at: string): Awaitable<boolean>;
 }
 
+/** Where a held call stands. Only `pending` and `approved` ever change again. */
+export type ApprovalStatus = 'pending' | 'approved' | 'denied' | 'timeout' | 'used' | 'unused';
+
+/**
+ * A call held for a human (SPEC section 4). Times are milliseconds since the epoch. `args` are
+ * already masked (secret-looking values replaced); `binding` is the SHA-256 that ties an approval
+ * to the exact grant, server, tool and arguments, so it can only release that call.
+ */
+export interface Approval {
+  id: string;
+  server: string;
+  grant: string;
+  session: string;
+  client?: string;
+  tool: string;
+  args: unknown;
+  binding: string;
+  /** JSON pointer of the rule that held the call, and why. */
+  rule: string;
+  reason: string;
+  /** Channels that may decide it: dashboard, cli, api, webhook, client. */
+  via: string[];
+  requestedAt: number;
+  /** A pending approval times out here. */
+  expiresAt: number;
+  /** How long an approval waits, once approved, for its call to be made again. */
+  validForMs: number;
+  status: ApprovalStatus;
+  decidedBy?: string;
+  decidedAt?: number;
+  decisionReason?: string;
+  /** Approved: the call is allowed once until then. */
+  validUntil?: number;
+  usedAt?: number;
+}
+
+/** A decision on a pending approval. `timeout` is the holder's (or a sweep's) decision. */
+export interface ApprovalDecision {
+  status: 'approved' | 'denied' | 'timeout';
+  by: string;
+  reason?: string;
+  at: number;
+}
+
+/**
+ * Pending and decided approvals, shared by every process (and, with Redis, every instance) on the
+ * same state. Transitions are compare-and-set: whoever wins a transition is told so, and only the
+ * winner acts on it (audits it, forwards the call), so no approval is decided or used twice.
+ */
+export interface ApprovalStore {
+  /** Stores a new approval (status pending). Ids are unique; a duplicate id is an error. */
+  create(approval: Approval): Awaitable<void>;
+  /** The approval with this id, or null. */
+  get(id: string): Awaitable<Approval | null>;
+  /** Newest first. `status` filters; `limit` caps (default 100). */
+  list(opts?: { status?: ApprovalStatus; limit?: number }): Awaitable<Approval[]>;
+  /**
+   * pending → approved / denied / timeout, exactly once across processes. Returns the approval as
+   * decided by this call, or null when it is unknown or no longer pending (someone else decided,
+   * or it expired: approved/denied at or after `expiresAt` is refused). An approval gets
+   * `validUntil = at + validForMs`.
+   */
+  decide(id: string, decision: ApprovalDecision): Awaitable<Approval | null>;
+  /**
+   * approved → used, exactly once across processes, and only while `at < validUntil`. True when
+   * this call took it: the caller may then forward the call it is bound to, once.
+   */
+  consume(id: string, at: number): Awaitable<boolean>;
+  /**
+   * The newest approval for this binding that can still act at `now`: pending before its
+   * `expiresAt`, or approved and unused before its `validUntil`. Null otherwise.
+   */
+  findLive(binding: string, now: number): Awaitable<Approval | null>;
+  /**
+   * Ends what ran out by `now`: pending past `expiresAt` → timeout (by "toolgate"), approved past
+   * `validUntil` → unused. Returns only those this call changed (exactly once across processes),
+   * so the caller can audit them.
+   */
+  expire(now: number): Awaitable<Approval[]>;
+  /**
+   * Calls `listener` with the approval after every create and every transition, made by this or
+   * any other process, within about a second (SQLite polls while someone watches; Redis uses
+   * pub/sub). Returns the function that stops watching.
+   */
+  watch(listener: (approval: Approval) => void): () => void;
+}
+
 /**
  * Short-lived records of the built-in OAuth authorization server (registered clients,
  * authorization codes, refresh tokens), as opaque strings under opaque keys, each with an expiry.
@@ -85,6 +172,7 @@ export interface OAuthStore {
 
 export interface StateStore {
   readonly kind: 'memory' | 'sqlite';
+  readonly approvals: ApprovalStore;
   readonly counters: CounterStore;
   readonly flags: FlagStore;
   readonly pins: PinStore;

@@ -1,0 +1,27 @@
+import type { Approval } from '../state/types.js';
+
+/** The `elicitation/create` params that ask the client's user about one held call: one field, approve or deny. */
+export function elicitationParams(a: Pick<Approval, 'id' | 'tool' | 'args' | 'reason'>): Record<string, unknown> {
+  const args = JSON.stringify(a.args, null, 2);
+  return {
+    message: `Toolgate is holding a call to "${a.tool}" for approval ${a.id}. ${a.reason}\nArguments (secrets masked):\n${args.length > 4000 ? args.slice(0, 4000) + '…' : args}\nApprove this call?`,
+    requestedSchema: {
+      type: 'object',
+      properties: { decision: { type: 'string', title: 'Decision', description: `Approve or deny the call to ${a.tool}`, enum: ['approve', 'deny'] } },
+      required: ['decision'],
+    },
+  };
+}
+
+/**
+ * What the user's answer means: accept with `approve` approves; accept with `deny`, decline and
+ * cancel deny. Null when the answer is not an elicitation result (an error): other channels decide.
+ */
+export function elicitationDecision(answer: Record<string, unknown>): { approve: boolean; reason?: string } | null {
+  const result = answer.result;
+  if (!result || typeof result !== 'object' || Array.isArray(result)) return null;
+  const { action, content } = result as { action?: unknown; content?: unknown };
+  const approve = action === 'accept' && !!content && typeof content === 'object' && (content as { decision?: unknown }).decision === 'approve';
+  if (approve) return { approve };
+  return { approve, reason: action === 'accept' ? 'denied in the client' : `${String(action)} in the client` };
+}
