@@ -111,6 +111,24 @@ describe('browsers and quiet tools', () => {
   ]);
 });
 
+describe('more senses from the server and the name\'s shape', () => {
+  check({ name: 'site-host', instructions: 'Deploy and inspect sites.' }, [
+    [{ name: 'user-services-reader', description: 'Select and run one of the read operations (read-only).', inputSchema: obj({ operation: { type: 'string', enum: ['get-user'] } }) }, 'Read'],
+    [{ name: 'billing_getPlansV1', description: 'Get the list of hosting plans.' }, 'Read'],
+    [{ name: 'start_search', description: 'Start a file search in the background and return its id.' }, 'Read'],
+    [{ name: 'rerank_documents', description: 'Rerank documents by relevance to a query.' }, 'Read'],
+  ]);
+  check({ name: 'gitops-cd', instructions: 'Argo-style GitOps deployments.' }, [
+    [{ name: 'sync_application', description: 'Sync an application to its target revision.' }, 'Execute'],
+    [{ name: 'get_application', description: 'Get an application.' }, 'Read'],
+  ]);
+  check({ name: 'payments-co', instructions: 'Payments, subscriptions and metered billing.' }, [
+    [{ name: 'create_usage_event', description: 'Record a usage event for a customer.' }, 'Financial'],
+    [{ name: 'grant_credits', description: 'Grant credits to a customer balance.' }, 'Financial'],
+    [{ name: 'generate_revenue_map', description: 'Generate a map of revenue by region.' }, 'Read'],
+  ]);
+});
+
 describe('the fallback is rare and says so', () => {
   it('uses the description beyond its first sentence, then the schema, before giving up', () => {
     const [later, schema, nothing] = classifyTools([

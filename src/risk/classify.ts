@@ -1,5 +1,5 @@
 import {
-  AMBIGUOUS, ARTEFACT_NOUNS, CONTEXT_MONEY_NOUNS, DETACHABLE_NOUNS, EXEC_NOUNS, EXEC_PROSE,
+  AGENT_NAMES, AMBIGUOUS, ARTEFACT_NOUNS, CONTEXT_MONEY_NOUNS, DEPLOY_SERVER, METERED_NOUNS, DETACHABLE_NOUNS, EXEC_NOUNS, EXEC_PROSE,
   HTTP_METHODS, isNoun, LIGHT_NOUNS, lookupVerb, MAKING_VERBS, MONEY_MOVES, MONEY_NOUNS, MONEY_SERVER,
   MONEY_VERBS_ON_OBJECT, PHRASES, PICTURE_NOUNS, PROCESS_NOUNS, PROTECTION_NOUNS, QUERY_LANGUAGE, REPORT_NOUNS,
 } from './lexicon.js';
@@ -35,6 +35,8 @@ export interface ServerProfile {
   browser: boolean;
   /** Money is the server's business (payments, billing, an exchange, a wallet). */
   money: boolean;
+  /** The server deploys applications (GitOps, CD): a sync there is a deployment. */
+  deploy: boolean;
   text: string;
   words: Set<string>;
 }
@@ -42,6 +44,7 @@ export interface ServerProfile {
 interface Context {
   browser: boolean;
   money: boolean;
+  deploy: boolean;
   description: string;
   sql: boolean;
   serverWords: Set<string>;
@@ -51,8 +54,8 @@ const COMPOUND_NOUNS: [string, string][] = [['merge', 'request'], ['pull', 'requ
 const FLUFF = /^(?:this (?:tool|function|endpoint) (?:will |can |is used to |lets you |allows you to )?|use this (?:tool )?to |tool (?:to|for) |allows? (?:you |the agent |users )?to |helps? (?:you )?(?:to )?|lets you |used to |a tool (?:to|that|for) |you can |(?:an? )?(?:simple |powerful )?(?:tool|utility|function) (?:to|that|for) )/i;
 const BROWSER_SERVER = /playwright|puppeteer|browser|chrome|devtools|selenium|webdriver/;
 const SAVES_TO_DISK = /\b(will be saved|are saved|is saved|output ?dir(?:ectory)?|saves (?:it |them |the \w+ )?(?:to|as|in) (?:a |the )?(?:file|disk|folder|directory|path)|writes (?:it |them |the \w+ )?to (?:a |the )?(?:file|disk))\b/;
-const AGENT_PROSE = /^(?:an? )?(?:autonomous|ai)[\w -]{0,24} agent\b/;
-const SQL_CONTEXT = /\b(sql|select|postgres|mysql|sqlite|database query|read-only query)\b/;
+const AGENT_PROSE = /^(?:an? )?(?:autonomous|ai|coding|code)?[\w -]{0,24} (?:agent|assistant)\b/;
+const SQL_CONTEXT = /\b(sql|select\s+[\w*, ]+\s+from|postgres\w*|mysql|sqlite|database query|read-only query)\b/;
 /** Prose that makes a change permanent: removed "permanently", work discarded. */
 const IRREVERSIBLE = /\b(permanently|irreversibl[ey]|cannot be undone|can ?not be (?:undone|recovered|reversed)|can't be undone|unrecoverable|no way to undo|hard reset|discard(?:s|ing)? (?:all |any |local |your )?(?:uncommitted |unsaved |local )?(?:changes|work|modifications|commits)|(?:changes|work) (?:will be|are) lost|wipes?|erases?|purges?)\b/;
 const ACTION_PARAM = /^(action|actions|operation|operations|op|mode|command|subcommand|cmd|method_name)$/i;
@@ -101,9 +104,12 @@ function lightFor(verb: string, objects: string[]): boolean {
 }
 
 const PAGES = new Set(['page', 'pages', 'tab', 'tabs']);
+const METERED_VERBS = new Set(['create', 'record', 'report', 'ingest', 'track', 'send', 'add', 'grant', 'deduct', 'consume', 'use', 'spend', 'submit', 'log']);
+const APPS = new Set(['app', 'apps', 'application', 'applications', 'service', 'services', 'release', 'releases', 'deployment', 'deployments', 'stack', 'stacks']);
+const READ_ONLY = /\b(read-only|readonly|read only|does not (?:modify|change|write)|doesn't (?:modify|change)|without (?:modifying|changing) anything)\b/;
 
 function isMoney(o: string, verb: string, ctx: Context): boolean {
-  return isNoun(MONEY_NOUNS, o) || (ctx.money && baseForms(o).some((f) => CONTEXT_MONEY_NOUNS.get(f)?.has(verb)));
+  return isNoun(MONEY_NOUNS, o) || (ctx.money && (baseForms(o).some((f) => CONTEXT_MONEY_NOUNS.get(f)?.has(verb)) || (METERED_NOUNS.has(o) && METERED_VERBS.has(verb))));
 }
 
 /** Refines a verb's category by what it acts on and where. */
@@ -116,9 +122,9 @@ function refine(verb: string, base: Category, objects: string[], ctx: Context, p
     if (verb === 'delete') return { ...raw, category: 'Destructive', effect: 'can destroy whatever the endpoint names' };
     return raw;
   }
-  if (MONEY_VERBS_ON_OBJECT[verb] && objects.length > 0) {
+  if ((MONEY_VERBS_ON_OBJECT[verb] || (ctx.money && METERED_VERBS.has(verb))) && objects.length > 0) {
     const money = (o: string) => isMoney(o, verb, ctx);
-    const moneyHead = money(direct) || (['link', 'item', 'intent', 'session', 'charge', 'method', 'order'].includes(direct) && objects.some(money));
+    const moneyHead = money(direct) || (['link', 'item', 'intent', 'session', 'charge', 'method', 'order', 'event', 'events', 'record'].includes(direct) && objects.some(money));
     if (moneyHead && !isNoun(REPORT_NOUNS, direct)) return act('Financial', 'moves money or creates an obligation to pay');
   }
   if (['renew', 'register', 'purchase', 'buy', 'order'].includes(verb) && objects.some((o) => o === 'domain' || o === 'domains')) return act('Financial', 'buys something that is billed');
@@ -132,7 +138,7 @@ function refine(verb: string, base: Category, objects: string[], ctx: Context, p
       return act('Destructive', 'destroys data or removes a protection');
     case 'Execute':
       if (verb === 'start' && has(PROCESS_NOUNS) && !has(EXEC_NOUNS)) return act('Write', 'is a bounded change');
-      if (['run', 'perform', 'execute', 'start', 'trigger'].includes(verb) && has(REPORT_NOUNS) && !has(EXEC_NOUNS)) return act('Read', 'only reads: the report or audit is predefined');
+      if (['run', 'perform', 'execute', 'start', 'trigger', 'begin'].includes(verb) && (has(REPORT_NOUNS) || ['search', 'crawl', 'lookup'].includes(objects[0] ?? '')) && !has(EXEC_NOUNS)) return act('Read', 'only reads: the report or audit is predefined');
       if (verb === 'drop' && !ctx.browser) return act('Destructive', 'destroys what it names');
       if (verb === 'build' && objects.some((o) => ARTEFACT_NOUNS.has(o))) return act('Read', 'hands the result back and changes nothing');
       if (['type', 'press', 'fill', 'click', 'tap', 'hover', 'drag', 'drop', 'swipe', 'scroll', 'handle'].includes(verb)) return act('Execute', 'is a browser or device action that clicks, types or submits');
@@ -146,6 +152,7 @@ function refine(verb: string, base: Category, objects: string[], ctx: Context, p
       if (['connect', 'create', 'open', 'new', 'attach', 'complete', 'prepare', 'apply'].includes(verb) && (has(EXEC_NOUNS) || EXEC_PROSE.test(ctx.description))) {
         return act('Execute', 'starts or attaches to a running process, debugger or interpreter');
       }
+      if (ctx.deploy && ['sync', 'promote', 'rollout', 'release', 'redeploy'].includes(verb) && objects.some((o) => APPS.has(o))) return act('Execute', 'deploys it, running whatever the deployment runs');
       if (verb === 'switch' && ctx.browser && objects.some((o) => ['tab', 'tabs', 'page', 'pages', 'window', 'frame'].includes(o))) return act('Read', 'only changes which page is shown');
       if (verb === 'submit' && ctx.browser && objects.includes('form')) return act('Execute', 'submits input in a browser');
       if ((verb === 'upload' || verb === 'select') && ctx.browser && !PAGES.has(direct) && !(direct === 'browser' && PAGES.has(objects[1]))) return act('Execute', 'submits input in a browser');
@@ -186,6 +193,12 @@ function nameAction(words: string[], ctx: Context): Action | undefined {
   }
   const found = words.map((w, i) => ({ w, i, v: lookupVerb(w) })).filter((x) => x.v);
   if (found.length === 0) {
+    // An agent noun names its action ("user-services-reader" reads, "site-updater" updates).
+    for (const w of words) {
+      const m = /^(\w{3,}?)(?:e?r|or)$/.exec(w);
+      const v = m ? lookupVerb(m[1]) ?? lookupVerb(`${m[1]}e`) : undefined;
+      if (v && !AMBIGUOUS.has(v.base)) return { ...refine(v.base, v.category, words.filter((x) => x !== w), ctx), weak: true };
+    }
     // One long token such as "sequentialthinking": look for a known verb inside it.
     for (const w of words) {
       if (w.length < 9) continue;
@@ -224,6 +237,7 @@ function objectPhrase(raw: string[], from: number): string {
   const out: string[] = [];
   for (let i = from; i < raw.length && out.length < 7; i++) {
     const w = raw[i];
+    if (w.startsWith('(') || w.startsWith('[')) break;
     const bare = w.toLowerCase().replace(/[^a-z0-9-]/g, '');
     if (out.length >= 2 && PHRASE_END.test(bare) && !(bare === 'to' && out.length < 3)) break;
     out.push(w.replace(/[,.;:()"]+$/g, ''));
@@ -241,8 +255,10 @@ function descriptionAction(description: string, ctx: Context): Action | undefine
   const first = firstSentence(description);
   const fluff = FLUFF.exec(first.text)?.[0].length ?? 0;
   const sentence = first.lower.slice(fluff);
+  const firstVerb = sentence.split(/\s+/).findIndex((w) => lookupVerb(w.replace(/[^a-z0-9-]/g, '')));
   const phrase = phraseAction(sentence);
-  if (phrase) return { ...phrase, phrase: objectPhrase(first.text.slice(fluff).split(/\s+/), sentence.split(/\s+/).indexOf(phrase.verb.split(' ').pop()!) + 1) };
+  const phraseAt = phrase ? sentence.split(/\s+/).indexOf(phrase.verb.split(' ')[0]) : -1;
+  if (phrase && (firstVerb < 0 || phraseAt <= firstVerb + 1)) return { ...phrase, phrase: objectPhrase(first.text.slice(fluff).split(/\s+/), sentence.split(/\s+/).indexOf(phrase.verb.split(' ').pop()!) + 1) };
   const raw = first.text.slice(fluff).split(/\s+/).slice(0, 24);
   const words = raw.map((w) => w.toLowerCase().replace(/[^a-z0-9-]/g, ''));
   const at = words.findIndex((w) => { const v = lookupVerb(w); return v && (!HTTP_METHODS.has(v.base) || v.base === 'get' || v.base === 'delete'); });
@@ -344,6 +360,7 @@ export function serverProfile(server: ServerContext): ServerProfile {
   return {
     browser: (siblings.some((s) => /click/.test(s)) && siblings.some((s) => /navigate|screenshot/.test(s))) || BROWSER_SERVER.test((server.name ?? '').toLowerCase()),
     money: MONEY_SERVER.test(text) || MONEY_SERVER.test(siblingWords),
+    deploy: DEPLOY_SERVER.test(text) || DEPLOY_SERVER.test(siblingWords),
     text,
     words: new Set(nameWords(server.name ?? '')),
   };
@@ -366,6 +383,7 @@ export function classifyTool(tool: ToolDefinition, server: ServerContext = {}, p
   const ctx: Context = {
     browser: profile.browser || words.some((w) => BROWSER_SERVER.test(w)),
     money: profile.money || MONEY_SERVER.test(lowerDescription.slice(0, 300)),
+    deploy: profile.deploy,
     description: `${lowerDescription} ${title.toLowerCase()}${writesFile(tool) ? ' will be saved' : ''}`,
     sql: SQL_CONTEXT.test(lowerDescription) || /"sql"/.test(schemaText) || QUERY_LANGUAGE.test(schemaText),
     serverWords: profile.words,
@@ -374,7 +392,8 @@ export function classifyTool(tool: ToolDefinition, server: ServerContext = {}, p
   const withServer = { ...ctx, description: description ? ctx.description : `${ctx.description} ${profile.text}` };
   const evidence: Evidence[] = [];
   const firstLine = firstSentence(description || title);
-  const fromName = nameAction(words, withServer) ?? (AGENT_PROSE.test(firstLine.lower) ? { verb: 'agent', category: 'Execute' as Category, objects: [], phrase: 'the task', effect: 'hands work to another autonomous agent' } : undefined);
+  const agentNamed = words.some((w) => AGENT_NAMES.has(w)) && /\b(agent|assistant|prompt|task)s?\b/.test(lowerDescription);
+  const fromName = nameAction(words, withServer) ?? (AGENT_PROSE.test(firstLine.lower) || agentNamed ? { verb: 'agent', category: 'Execute' as Category, objects: [], phrase: 'the task', effect: 'hands work to another autonomous agent' } : undefined);
   const fromTitle = title ? descriptionAction(title, ctx) : undefined;
   const fromDescription = description ? descriptionAction(description, ctx) : undefined;
   const other = fromDescription ?? fromTitle;
@@ -441,6 +460,11 @@ export function classifyTool(tool: ToolDefinition, server: ServerContext = {}, p
     action = { ...action, category: 'Financial', effect: 'moves money' };
     notes.push(`The description says it ${said.trim()}, which moves money or creates an obligation to pay.`);
     evidence.push({ from: 'description', text: said });
+  }
+  if (action && (action.category === 'Write' || action.category === 'Execute') && READ_ONLY.test(lowerDescription.slice(0, 300))
+    && !QUERY_LANGUAGE.test(lowerDescription) && !EXEC_PROSE.test(lowerDescription) && !ctx.sql && !notes.length) {
+    action = { ...action, category: 'Read', effect: 'only reads' };
+    notes.push('The description says it is read-only, and nothing else it says contradicts that.');
   }
   if (!action && !description && profile.text.trim()) {
     const fromServer = descriptionAction(profile.text, ctx);

@@ -17,7 +17,7 @@ export const VERBS = new Map<string, Category>([
     wait expect assert discover query_docs resolve_library identify estimate measure test_connection lint audit
     trace capture_screenshot observe watch poll download render convert translate format recommend suggest
     diagnose troubleshoot debug_info grep cat head tail stat stats metric metrics scan open capture version schema
-    thinking think score forecast predict autocomplete help examine tokenize switch_page`),
+    thinking think score forecast predict autocomplete help examine tokenize rerank rank classify detect`),
   ...verbs('Write', `create add update edit set put post send write move rename copy upload insert append modify patch assign
     unassign comment reply merge push commit fork star unstar label tag connect disconnect pause resume schedule
     invite subscribe unsubscribe enable disable toggle save store upsert publish unpublish close reopen approve unapprove
@@ -26,7 +26,7 @@ export const VERBS = new Map<string, Category>([
     pin unpin archive unarchive lock unlock restore revert reset rollback submit notify remind share unshare
     complete finish accept reject dismiss follow unfollow new make draft snooze transition
     duplicate clone scale record note reconnect compress finalize prepare manage confirm authorize void issue
-    transfer switch`),
+    transfer switch broadcast multicast give grant`),
   ...verbs('Execute', `run execute exec eval evaluate invoke trigger launch spawn attach step continue deploy build compile
     install apply click tap press type fill hover drag drop swipe scroll interact rerun retry restart call perform
     automate simulate sql start handle rollout upgrade downgrade cordon drain ship delegate`),
@@ -68,6 +68,12 @@ export const CONTEXT_MONEY_NOUNS = new Map<string, Set<string>>([
 /** A server (by name, instructions or siblings) whose business is money. */
 export const MONEY_SERVER = /\b(pay(?:ments?)?|billing|invoic\w*|subscriptions?|wallets?|crypto\w*|blockchain|exchange|trading|trades?|ccxt|stripe|paypal|paddle|defi|swap|balances?|ledger|merchant|storefront|e-?commerce|shop(?:ify)?|erc20|web3|evm|bnb|ethereum|solana|bitcoin)\b/;
 
+/** A server that deploys: syncing or promoting an application there is a deployment (Execute). */
+export const DEPLOY_SERVER = /\b(argo\w*|gitops|deploy\w*|helm|flux|spinnaker|ci\/cd|release pipelines?)\b/;
+
+/** Usage and credits bill someone on a server whose business is money (metered billing). */
+export const METERED_NOUNS = new Set(['usage', 'credit', 'credits', 'meter', 'meters']);
+
 /** Money nouns that only imply money moves together with a mutating verb on that very object. */
 export const MONEY_VERBS_ON_OBJECT: Record<string, Category> = {
   create: 'Financial', send: 'Financial', cancel: 'Financial', update: 'Financial', finalize: 'Financial',
@@ -89,6 +95,9 @@ export const AMBIGUOUS = new Set([
   'schema', 'audit', 'preview', 'issue', 'return', 'returns', 'go', 'call', 'step', 'end', 'set', 'record',
   'rollback', 'drain', 'book', 'query',
 ]);
+
+/** Names of other agents: a tool named after one hands it work (SPEC: "calls to … other agents"). */
+export const AGENT_NAMES = new Set(['claude', 'codex', 'gemini', 'copilot', 'aider', 'devin', 'subagent', 'subagents']);
 
 /** Word pairs that name one action. */
 export const PHRASES: [RegExp, Category][] = [
@@ -127,6 +136,7 @@ export const REPORT_NOUNS = new Set(['audit', 'audits', 'scan', 'scans', 'score'
 export const LIGHT_NOUNS = new Set([
   'reaction', 'emoji', 'breakpoint', 'link', 'watcher', 'star', 'favorite', 'bookmark', 'highlight', 'filter',
   'subscriber', 'follower', 'listener', 'pin', 'session', 'forward', 'port', 'draft_reply', 'cache',
+  'redirect', 'forwarding',
 ]);
 
 /** Also light when *removed* from something (remove_label detaches; delete_label destroys the label). */
@@ -144,16 +154,16 @@ export const PROTECTION_NOUNS = new Set([
 
 /** Artefacts a call makes and hands back: generating one changes nothing unless it is saved somewhere. */
 export const ARTEFACT_NOUNS = new Set([
-  'chart', 'graph', 'diagram', 'plot', 'visualization', 'visualisation', 'qr', 'url', 'query', 'reply', 'response',
+  'chart', 'graph', 'diagram', 'plot', 'visualization', 'visualisation', 'qr', 'url', 'query', 'map', 'maps', 'reply', 'response',
   'summary', 'text', 'caption', 'title', 'slug', 'uuid', 'hash', 'palette', 'prompt', 'suggestion', 'recommendation',
   'markdown', 'svg', 'mermaid', 'snippet', 'sql', 'regex', 'cron', 'wordcloud', 'heatmap', 'histogram', 'flowchart',
   'mindmap', 'treemap', 'sankey', 'funnel', 'radar', 'scatter', 'boxplot', 'venn', 'gantt', 'infographic', 'explanation',
-  'description', 'outline', 'example', 'examples', 'commit_message',
+  'description', 'outline', 'example', 'examples', 'commit_message', 'spreadsheet', 'table',
 ]);
 
 /** Of those, the pictures: even "create" only hands one back ("create_bar_chart"). */
 export const PICTURE_NOUNS = new Set([
-  'chart', 'graph', 'diagram', 'plot', 'visualization', 'visualisation', 'qr', 'svg', 'mermaid', 'wordcloud', 'heatmap',
+  'chart', 'graph', 'diagram', 'plot', 'visualization', 'visualisation', 'qr', 'svg', 'mermaid', 'wordcloud', 'heatmap', 'map',
   'histogram', 'flowchart', 'mindmap', 'treemap', 'sankey', 'boxplot', 'venn', 'gantt', 'infographic',
 ]);
 
@@ -173,9 +183,18 @@ export const CREDENTIAL_WORDS = /\b(secret|secrets|password|passwords|credential
 export const BULK_WORDS = /\b(bulk|batch|mass|all|many|multiple|every)\b/;
 
 /** Plural-looking words that are not plurals. */
+/** Words in -ing that name a thing ("billing_get_plans"), not an action. */
+const ING_NOUNS = new Set([
+  'billing', 'pricing', 'shipping', 'booking', 'listing', 'listings', 'setting', 'settings', 'mapping', 'mappings', 'logging',
+  'routing', 'tracking', 'hosting', 'training', 'meeting', 'meetings', 'building', 'recording', 'recordings', 'funding',
+  'messaging', 'marketing', 'rating', 'ratings', 'ranking', 'learning', 'caching', 'networking', 'staging', 'warning', 'warnings',
+  'string', 'strings', 'thing', 'things', 'something', 'anything', 'everything', 'nothing', 'morning', 'evening',
+]);
+
 const NOT_PLURAL = new Set(['news', 'status', 'series', 'analysis', 'canvas', 'alias', 'bus', 'gas', 'process', 'access', 'address', 'class', 'progress']);
 
 export function lookupVerb(word: string): { base: string; category: Category } | undefined {
+  if (ING_NOUNS.has(word)) return undefined;
   if (NOT_PLURAL.has(word)) { const c = VERBS.get(word); return c ? { base: word, category: c } : undefined; }
   for (const form of baseForms(word)) {
     const category = VERBS.get(form);
