@@ -46,7 +46,7 @@ export const MONEY_NOUNS = new Set([
   'adjustment', 'adjustments', 'checkout', 'purchase', 'purchases', 'trade', 'trades', 'swap', 'swaps', 'bill',
   'billing', 'money', 'funds', 'fund', 'wire', 'disbursement', 'remittance', 'credit', 'debit', 'paymentlink', 'intent',
   'usdc', 'usdt', 'eth', 'bnb', 'btc', 'crypto', 'cryptocurrency', 'erc20', 'nft', 'erc721', 'erc1155', 'allowance',
-  'stablecoin', 'lamports', 'sats', 'payment_method',
+  'stablecoin', 'lamports', 'sats', 'payment_method', 'auto_renewal', 'spending',
 ]);
 
 /**
