@@ -3,7 +3,7 @@ import {
   HTTP_METHODS, isNoun, LIGHT_NOUNS, lookupVerb, MAKING_VERBS, MONEY_MOVES, MONEY_NOUNS, MONEY_SERVER,
   MONEY_VERBS_ON_OBJECT, PHRASES, PICTURE_NOUNS, PROCESS_NOUNS, PROTECTION_NOUNS, QUERY_LANGUAGE, REPORT_NOUNS,
 } from './lexicon.js';
-import { capitalise, gerund, nounPhrase } from './prose.js';
+import { article, capitalise, gerund, needsArticle, nounPhrase } from './prose.js';
 import { signalsOf } from './signals.js';
 import {
   DEFAULT_RISK, RISKS, SEVERITY, type Category, type Classification, type Evidence, type Risk, type ServerContext,
@@ -28,6 +28,8 @@ interface Action {
   phrase: string;
   /** What doing it does, as a predicate ("destroys data or removes a protection"). */
   effect: string;
+  /** The verb opens its sentence, so verb and phrase read as the author wrote them. */
+  lead?: boolean;
 }
 
 /** What the server as a whole says, computed once per server. */
@@ -219,7 +221,7 @@ function nameAction(words: string[], ctx: Context): Action | undefined {
   const joinedVerbs = real.filter((f) => f !== pick && f.i === pick.i + 2 && (words[pick.i + 1] === 'or' || words[pick.i + 1] === 'and'));
   const skip = new Set([pick.i, ...joinedVerbs.map((f) => f.i), ...joinedVerbs.map((f) => f.i - 1)]);
   const objects = pick.i === words.length - 1 ? words.slice(0, pick.i) : words.slice(pick.i + 1).filter((_, k) => !skip.has(pick.i + 1 + k));
-  const named = objects.filter((o) => !ctx.serverWords.has(o) || objects.length === 1);
+  const named = objects.filter((o) => !ctx.serverWords.has(o));
   let action = refine(pick.v!.base, pick.v!.category, objects, ctx, nounPhrase(named));
   for (const other of joinedVerbs) {
     const alt = refine(other.v!.base, other.v!.category, objects, ctx, nounPhrase(named));
@@ -239,12 +241,15 @@ function objectPhrase(raw: string[], from: number): string {
     const w = raw[i];
     if (w.startsWith('(') || w.startsWith('[')) break;
     const bare = w.toLowerCase().replace(/[^a-z0-9-]/g, '');
+    if (out.length >= 1 && /^(?:that|which|who|when|if|so|whose)$/.test(bare)) break;
     if (out.length >= 2 && PHRASE_END.test(bare) && !(bare === 'to' && out.length < 3)) break;
     out.push(w.replace(/[,.;:()"]+$/g, ''));
-    if (/[,;:()]$/.test(w)) break;
+    if (/[;:()]$/.test(w) || (w.endsWith(',') && out.length >= 2)) break;
   }
   while (out.length && PHRASE_END.test(out[out.length - 1].toLowerCase())) out.pop();
-  return out.join(' ');
+  const text = out.join(' ').replace(/,$/, '');
+  // A lone singular noun ("Get page (view) metrics") still needs its article.
+  return out.length === 1 && /^[a-z]+$/.test(text) && needsArticle(text) ? `${article(text)} ${text}` : text;
 }
 
 /**
@@ -285,7 +290,7 @@ function descriptionAction(description: string, ctx: Context): Action | undefine
   let best: Action | undefined;
   for (const i of verbsAt) {
     const v = lookupVerb(words[i])!;
-    const action = refine(v.base, v.category, objects, ctx, phraseText, direct ?? objects[0]);
+    const action = { ...refine(v.base, v.category, objects, ctx, phraseText, direct ?? objects[0]), lead: at === 0 };
     if (!best || SEVERITY[action.category] > SEVERITY[best.category]) best = action;
   }
   return best;
@@ -425,7 +430,7 @@ export function classifyTool(tool: ToolDefinition, server: ServerContext = {}, p
       } else if (!agreement) {
         verdict = SEVERITY[fromName.category] > SEVERITY[other.category]
           ? `the name's “${fromName.verb}” is the more dangerous plausible effect, so the name decides`
-          : `the ${otherFrom} names no effect clear enough to overrule the name, so the name decides`;
+          : `it names no effect clear enough to overrule the name, so the name decides`;
       }
     }
   } else if (other) {
@@ -506,8 +511,12 @@ export function classifyTool(tool: ToolDefinition, server: ServerContext = {}, p
   const unique = [...new Set(signals)] as Signal[];
   const parts: string[] = [];
   if (action) {
-    const subject = action.phrase ? `${capitalise(gerund(action.verb.split(' ')[0]))}${action.verb.includes(' ') ? ` ${action.verb.split(' ').slice(1).join(' ')}` : ''} ${action.phrase}` : `A call to ${tool.name}`;
-    parts.push(`${subject} ${action.effect}.`);
+    // Where the name and the description agree, the description's own words make the better sentence.
+    const told = source === 'name' && agreement && other?.phrase && other.lead && other.category === action.category && action === fromName ? other : action;
+    const [head, ...rest] = told.verb.split(' ');
+    const subject = told.phrase.startsWith('a raw HTTP') ? capitalise(told.phrase)
+      : told.phrase ? [capitalise(gerund(head)), ...rest, told.phrase].join(' ') : `A call to ${tool.name}`;
+    parts.push(`${subject} ${told === action ? action.effect : told.effect}.`);
     const quoted = `“${quote(firstLine.text)}”`;
     if (source === 'name' && other) parts.push(agreement ? `The name (“${fromName!.verb}”) and the ${otherFrom} (${quoted}) agree.` : `The ${otherFrom} reads ${quoted}, but ${verdict}.`);
     else if (source === 'name') parts.push(`The name says “${fromName!.verb}”.`);

@@ -12,7 +12,7 @@ const verbs = (category: Category, list: string): [string, Category][] => list.s
 export const VERBS = new Map<string, Category>([
   ...verbs('Read', `get list read search find fetch show describe view lookup look retrieve inspect check count browse
     explain analyze analyse summarize summarise compare validate verify preview export screenshot snapshot navigate
-    go return returns query whoami ping status health info detail details log logs history diff blame tree geocode direction
+    go return query whoami ping status health info detail details log logs history diff blame tree geocode direction
     directions distance elevation scrape crawl map extract parse research ask reason think echo sum calculate compute
     wait expect assert discover query_docs resolve_library identify estimate measure test_connection lint audit
     trace capture_screenshot observe watch poll download render convert translate format recommend suggest
@@ -92,7 +92,7 @@ export const AMBIGUOUS = new Set([
   'screenshot', 'star', 'pin', 'lock', 'release', 'reply', 'scale', 'tree', 'diff', 'commit', 'merge', 'push',
   'feedback', 'view', 'check', 'count', 'type', 'drop', 'clone', 'archive', 'filter', 'watch', 'swap', 'trade',
   'charge', 'bill', 'refund', 'payout', 'metric', 'metrics', 'stat', 'stats', 'detail', 'details', 'info', 'version',
-  'schema', 'audit', 'preview', 'issue', 'return', 'returns', 'go', 'call', 'step', 'end', 'set', 'record',
+  'schema', 'audit', 'preview', 'issue', 'return', 'go', 'call', 'step', 'end', 'set', 'record',
   'rollback', 'drain', 'book', 'query',
 ]);
 
