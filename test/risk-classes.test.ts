@@ -26,6 +26,8 @@ describe('a word takes its sense from the server', () => {
     [{ name: 'get_order_book', description: 'Fetch the order book for a symbol.' }, 'Read'],
     [{ name: 'send_tokens', description: 'Send tokens to a wallet address.' }, 'Financial'],
     [{ name: 'approve_token_spending', description: 'Approve a spender to use your tokens.' }, 'Financial'],
+    [{ name: 'place-market-order', description: 'Place a market order.' }, 'Financial'],
+    [{ name: 'set-leverage', description: 'Set the leverage for a futures symbol.' }, 'Financial'],
   ]);
   check({ name: 'sqlite-tools', instructions: 'Inspect and change a local SQLite database.' }, [
     [{ name: 'list_rows', description: 'List rows of a table.', inputSchema: obj({ order: { type: 'string', enum: ['asc', 'desc'] } }) }, 'Read'],

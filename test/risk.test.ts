@@ -138,13 +138,6 @@ describe('toolgate classify', () => {
     assert.equal(garbage.code, 2);
     assert.match(garbage.stderr, /stdin:1: not JSON/);
   });
-
-  it('classifies 10,000 tools in under a second', () => {
-    const many = Array.from({ length: 10_000 }, (_, i) => ({ name: `${['get', 'create', 'delete', 'run', 'pay'][i % 5]}_thing_${i}`, description: 'Does a thing with an item.' }));
-    const start = performance.now();
-    classifyTools(many, { name: 'big' });
-    assert.ok(performance.now() - start < 1000);
-  });
 });
 
 describe('risk grade', () => {

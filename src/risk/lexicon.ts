@@ -26,7 +26,7 @@ export const VERBS = new Map<string, Category>([
     pin unpin archive unarchive lock unlock restore revert reset rollback submit notify remind share unshare
     complete finish accept reject dismiss follow unfollow new make draft snooze transition
     duplicate clone scale record note reconnect compress finalize prepare manage confirm authorize void issue
-    transfer switch broadcast multicast give grant`),
+    transfer switch broadcast multicast give grant place`),
   ...verbs('Execute', `run execute exec eval evaluate invoke trigger launch spawn attach step continue deploy build compile
     install apply click tap press type fill hover drag drop swipe scroll interact rerun retry restart call perform
     automate simulate sql start handle rollout upgrade downgrade cordon drain ship delegate`),
@@ -63,10 +63,11 @@ export const CONTEXT_MONEY_NOUNS = new Map<string, Set<string>>([
   ...senses(OBLIGE, 'order charge position transaction'),
   ...senses(MOVE, 'token coin native asset'),
   ...senses(CHANGE, 'plan'),
+  ...senses([...CHANGE, 'set'], 'leverage margin'),
 ]);
 
 /** A server (by name, instructions or siblings) whose business is money. */
-export const MONEY_SERVER = /\b(pay(?:ments?)?|billing|invoic\w*|subscriptions?|wallets?|crypto\w*|blockchain|exchange|trading|trades?|ccxt|stripe|paypal|paddle|defi|swap|balances?|ledger|merchant|storefront|e-?commerce|shop(?:ify)?|erc20|web3|evm|bnb|ethereum|solana|bitcoin)\b/;
+export const MONEY_SERVER = /\b(pay(?:ments?)?|billing|invoic\w*|subscriptions?|wallets?|crypto\w*|blockchain|exchange|trading|trades?|ccxt|stripe|paypal|paddle|defi|swap|balances?|ledger|merchant|storefront|e-?commerce|shop(?:ify)?|erc20|web3|evm|bnb\w*|ethereum|solana|bitcoin|futures|forex|brokerage)\b/;
 
 /** A server that deploys: syncing or promoting an application there is a deployment (Execute). */
 export const DEPLOY_SERVER = /\b(argo\w*|gitops|deploy\w*|helm|flux|spinnaker|ci\/cd|release pipelines?)\b/;
