@@ -57,7 +57,7 @@ const FLUFF = /^(?:this (?:tool|function|endpoint) (?:will |can |is used to |let
 const BROWSER_SERVER = /playwright|puppeteer|browser|chrome|devtools|selenium|webdriver/;
 const SAVES_TO_DISK = /\b(will be saved|are saved|is saved|output ?dir(?:ectory)?|saves (?:it |them |the \w+ )?(?:to|as|in) (?:a |the )?(?:file|disk|folder|directory|path)|writes (?:it |them |the \w+ )?to (?:a |the )?(?:file|disk))\b/;
 const AGENT_PROSE = /^(?:an? )?(?:autonomous|ai|coding|code)?[\w -]{0,24} (?:agent|assistant)\b/;
-const SQL_CONTEXT = /\b(sql|select\s+[\w*, ]+\s+from|postgres\w*|mysql|sqlite|database query|read-only query)\b/;
+const SQL_CONTEXT = /\b(sql|select [\w*]+ from|postgres\w*|mysql|sqlite|database query|read-only query)\b/;
 /** Prose that makes a change permanent: removed "permanently", work discarded. */
 const IRREVERSIBLE = /\b(permanently|irreversibl[ey]|cannot be undone|can ?not be (?:undone|recovered|reversed)|can't be undone|unrecoverable|no way to undo|hard reset|discard(?:s|ing)? (?:all |any |local |your )?(?:uncommitted |unsaved |local )?(?:changes|work|modifications|commits)|(?:changes|work) (?:will be|are) lost|wipes?|erases?|purges?)\b/;
 const ACTION_PARAM = /^(action|actions|operation|operations|op|mode|command|subcommand|cmd|method_name)$/i;
@@ -383,18 +383,24 @@ export function classifyTool(tool: ToolDefinition, server: ServerContext = {}, p
   const description = (tool.description ?? '').trim();
   const title = (tool.title ?? tool.annotations?.title ?? '').trim();
   const words = joinCompounds(nameWords(tool.name));
-  const lowerDescription = description.toLowerCase();
-  const schemaText = JSON.stringify(tool.inputSchema ?? {}).toLowerCase();
+  // Bounded: the reasoning lives in a description's opening, and regexes stay cheap on huge ones.
+  const lowerDescription = description.slice(0, 1500).toLowerCase();
   const ctx: Context = {
     browser: profile.browser || words.some((w) => BROWSER_SERVER.test(w)),
     money: profile.money || MONEY_SERVER.test(lowerDescription.slice(0, 300)),
     deploy: profile.deploy,
     description: `${lowerDescription} ${title.toLowerCase()}${writesFile(tool) ? ' will be saved' : ''}`,
-    sql: SQL_CONTEXT.test(lowerDescription) || /"sql"/.test(schemaText) || QUERY_LANGUAGE.test(schemaText),
+    // Only a few verbs ask; the schema's text is costly to build for every tool.
+    get sql() {
+      const schemaText = JSON.stringify(tool.inputSchema ?? {}).slice(0, 4000).toLowerCase();
+      const value = SQL_CONTEXT.test(lowerDescription) || /"sql"/.test(schemaText) || QUERY_LANGUAGE.test(schemaText);
+      Object.defineProperty(this, 'sql', { value });
+      return value;
+    },
     serverWords: profile.words,
   };
   // Context from the server only counts where the tool itself says nothing.
-  const withServer = { ...ctx, description: description ? ctx.description : `${ctx.description} ${profile.text}` };
+  const withServer: Context = description ? ctx : Object.create(ctx, { description: { value: `${ctx.description} ${profile.text}` } });
   const evidence: Evidence[] = [];
   const firstLine = firstSentence(description || title);
   const agentNamed = words.some((w) => AGENT_NAMES.has(w)) && /\b(agent|assistant|prompt|task)s?\b/.test(lowerDescription);
