@@ -103,7 +103,7 @@ describe('toolgate serve: the gateway', () => {
     assert.match(denialText(await client.callTool({ name: 'get-env', arguments: {} }))!, /not available/);
     await client.close();
     const refused = await fetch(`${base}/sse/everything`);
-    assert.equal(refused.status, 401);
+    assert.equal(refused.status, 403, 'static grants only: 403, so no client starts an OAuth flow');
   });
 
   it('a changed policy file reaches open sessions; an invalid one is refused', async () => {
@@ -161,10 +161,11 @@ describe('toolgate serve: the gateway', () => {
 
   it('refuses missing, unknown and other servers\' tokens with JSON-RPC error bodies, and forwards nothing', async () => {
     const none = await post('/mcp/everything', init);
-    assert.equal(none.status, 401);
+    assert.equal(none.status, 403, 'static grants only: 403, so no client starts an OAuth flow');
     assert.equal(JSON.parse(none.body).error.code, -32000);
-    assert.match(none.headers.get('www-authenticate')!, /Bearer/);
-    assert.equal((await post('/mcp/everything', init, { authorization: 'Bearer tg_nope' })).status, 401);
+    assert.match(JSON.parse(none.body).error.message, /grant tokens only.*Authorization: Bearer/);
+    assert.match(none.headers.get('www-authenticate')!, /^Bearer realm="toolgate", error="invalid_token"/);
+    assert.equal((await post('/mcp/everything', init, { authorization: 'Bearer tg_nope' })).status, 403);
     assert.equal((await post('/mcp/everything', init, { authorization: `Bearer ${tokens.other}` })).status, 403);
     assert.equal((await post('/mcp/nosuch', init, { authorization: `Bearer ${tokens.alice}` })).status, 404);
   });
@@ -173,7 +174,7 @@ describe('toolgate serve: the gateway', () => {
     const client = await connect('everything', tokens.carol);
     assert.ok(!(await client.callTool({ name: 'echo', arguments: { message: 'before' } })).isError);
     await new Grants(state.grants).revoke(grantIds.carol);
-    await assert.rejects(client.callTool({ name: 'echo', arguments: { message: 'after' } }), /401|revoked/);
+    await assert.rejects(client.callTool({ name: 'echo', arguments: { message: 'after' } }), /403|revoked/);
     await client.close().catch(() => {});
   });
 

@@ -85,6 +85,34 @@ for (const [name, open] of stores) {
       await s.close();
     });
 
+    it('OAuth records: expire, are taken once, and are counted by prefix', async () => {
+      const s = open();
+      await s.oauth.put('code:a', 'one', NOW + 1000);
+      await s.oauth.put('client:pending:x', '{}', NOW + 1000);
+      await s.oauth.put('client:pending:y', '{}', NOW - 1);
+      await s.oauth.put('client:ok:z', '{}', NOW + 1000);
+      await s.oauth.put('code:b', 'two', NOW + 1000);
+      assert.equal(await s.oauth.get('code:a', NOW), 'one');
+      assert.equal(await s.oauth.get('code:b', NOW + 1000), null, 'expired at its expiry');
+      assert.equal(await s.oauth.take('code:b', NOW + 1000), null, 'an expired code cannot be taken');
+      assert.equal(await s.oauth.count('client:pending:', NOW), 1, 'live keys with the prefix only');
+      const takes = await Promise.all([s.oauth.take('code:a', NOW), s.oauth.take('code:a', NOW)]);
+      assert.deepEqual(takes.sort(), ['one', null].sort(), 'a code is taken once');
+      await s.oauth.delete('client:ok:z');
+      assert.equal(await s.oauth.get('client:ok:z', NOW), null);
+      await s.close();
+    });
+
+    it('a grant rotated with a new expiry keeps its id and takes the expiry', async () => {
+      const s = open();
+      await s.grants.create({ id: 'gr_r', label: 'r', server: 's', tags: [], createdAt: new Date(NOW).toISOString(), expiresAt: new Date(NOW).toISOString() }, 'h1');
+      assert.equal(await s.grants.rotate('gr_r', 'h2', new Date(NOW + 3_600_000).toISOString()), true);
+      assert.equal((await s.grants.byTokenHash('h2'))?.expiresAt, new Date(NOW + 3_600_000).toISOString());
+      assert.equal(await s.grants.rotate('gr_r', 'h3'), true);
+      assert.equal((await s.grants.byTokenHash('h3'))?.expiresAt, new Date(NOW + 3_600_000).toISOString(), 'no expiry given: kept');
+      await s.close();
+    });
+
     it('kill switch: per server and gateway-wide', async () => {
       const s = open();
       assert.equal(await s.flags.killedFor('github'), null);

@@ -29,6 +29,32 @@ export const ServerSchema = z.union([
   }),
 ], { error: 'a server needs either command (with args, env, cwd) or url (with headers), and only known fields' });
 
+const Duration = z.string().regex(/^\d+(s|m|h|d)$/, 'a duration like 30s, 15m, 1h or 30d');
+const PublicUrl = z.url().optional().describe('the URL clients reach the gateway at (behind a proxy); default: from the Host header');
+
+/** MCP authorization (OAuth 2.1): the gateway's own authorization server, or an external identity provider. */
+export const OAuthSchema = z.union([
+  z.strictObject({
+    builtin: z.literal(true),
+    public_url: PublicUrl,
+    access_token_ttl: Duration.default('1h'),
+    refresh_token_ttl: Duration.default('30d'),
+    max_pending_clients: z.number().int().min(1).default(20).describe('registered clients not yet approved on the consent page'),
+  }),
+  z.strictObject({
+    issuer: z.url(),
+    audience: z.union([z.string().min(1), z.array(z.string().min(1)).min(1)])
+      .describe('accepted aud values; {server} stands for the server name, binding a token to one server'),
+    public_url: PublicUrl,
+    jwks_uri: z.url().optional().describe('default: from the issuer\'s discovery document'),
+    algorithms: z.array(z.enum(['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'])).min(1).default(['RS256', 'PS256', 'ES256', 'EdDSA']),
+    label_claim: z.string().min(1).default('sub'),
+    tags_claims: z.array(z.string().min(1)).default(['groups', 'roles']),
+    clock_tolerance: Duration.default('30s'),
+    jwks_cooldown: Duration.default('30s').describe('least time between two JWKS fetches for an unknown key id'),
+  }),
+], { error: 'oauth is either {builtin: true, …} or {issuer: https://…, audience: …, …}, with only known fields' });
+
 export const GatewayConfigSchema = z.strictObject({
   listen: z.string().regex(/^(\[[0-9a-fA-F:]+\]|[\w.-]+):\d{1,5}$/, 'HOST:PORT').default('127.0.0.1:8080'),
   state: z.string().optional().describe('memory:, sqlite:PATH or redis://…; default sqlite under TOOLGATE_HOME'),
@@ -39,11 +65,13 @@ export const GatewayConfigSchema = z.strictObject({
     max_body: z.string().regex(/^\d+(kb|mb)$/i).default('4mb'),
   }).default({ idle_timeout: '15m', max_body: '4mb' }),
   allowed_origins: z.array(z.string()).default([]),
+  oauth: OAuthSchema.optional(),
   servers: z.record(z.string().regex(/^[A-Za-z0-9._-]+$/, 'server names are letters, digits, dot, dash and underscore'), ServerSchema).default({}),
 });
 
 export type GatewayConfig = z.output<typeof GatewayConfigSchema>;
 export type ServerConfig = z.output<typeof ServerSchema>;
+export type OAuthConfig = z.output<typeof OAuthSchema>;
 
 const REF = /\$\{(file:)?([^}]+)\}/g;
 
@@ -76,6 +104,9 @@ export function parseGatewayConfig(text: string, base: string): SchemaResult<Gat
     s.policy = at(s.policy);
     if ('cwd' in s) s.cwd = at(s.cwd);
   }
+  if (c.oauth && 'builtin' in c.oauth && !c.admin) {
+    return { ok: false, issues: [{ pointer: '/oauth', message: 'the built-in authorization server needs admin.token: a person approves each client by signing in with it' }] };
+  }
   if (c.state?.startsWith('sqlite:')) c.state = `sqlite:${at(c.state.slice('sqlite:'.length))}`;
   c.audit = at(c.audit);
   return result;
@@ -90,8 +121,8 @@ export function loadGatewayConfig(file: string): SchemaResult<GatewayConfig> {
 }
 
 export function durationToMs(text: string): number {
-  const m = /^(\d+)(s|m|h)$/.exec(text)!;
-  return Number(m[1]) * { s: 1000, m: 60_000, h: 3_600_000 }[m[2] as 's'];
+  const m = /^(\d+)(s|m|h|d)$/.exec(text)!;
+  return Number(m[1]) * { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] as 's'];
 }
 
 export function sizeToBytes(text: string): number {

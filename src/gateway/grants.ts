@@ -12,7 +12,7 @@ export interface NewGrant {
 
 export type AuthResult =
   | { ok: true; grant: Grant }
-  | { ok: false; status: 401 | 403; reason: string };
+  | { ok: false; status: 401 | 403 | 503; reason: string };
 
 /** 256 random bits, URL-safe, with a prefix that secret scanners recognise. */
 export function newToken(): string {
@@ -75,6 +75,20 @@ export class Grants {
     const token = newToken();
     if (!(await this.store.rotate(grant.id, tokenHash(token)))) throw new Error(`grant ${grant.id} is revoked`);
     return { grant, token };
+  }
+
+  /** A new token for a live grant, valid for `ttlMs` from now (an OAuth refresh); null when the grant is revoked. */
+  async reissue(id: string, ttlMs: number, now = Date.now()): Promise<string | null> {
+    const token = newToken();
+    return (await this.store.rotate(id, tokenHash(token), new Date(now + ttlMs).toISOString())) ? token : null;
+  }
+
+  async byToken(token: string): Promise<Grant | null> {
+    return this.store.byTokenHash(tokenHash(token));
+  }
+
+  async revokeId(id: string, now = Date.now()): Promise<boolean> {
+    return this.store.revoke(id, new Date(now).toISOString());
   }
 
   async revoke(idOrLabel: string, server?: string, now = Date.now()): Promise<Grant> {

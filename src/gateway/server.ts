@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { AuditLog } from '../audit/index.js';
+import { McpAuth } from '../auth/index.js';
 import { CompiledPolicy, Engine } from '../engine/index.js';
 import type { Logger } from '../log.js';
 import { formatIssue, loadPolicyFile, watchPolicyFile } from '../policy/index.js';
@@ -58,6 +59,7 @@ export class Gateway {
   readonly metrics = new GatewayMetrics();
   private config: GatewayConfig;
   private readonly grants: Grants;
+  private readonly auth: McpAuth;
   private readonly sessions = new Map<string, Live>();
   private readonly failures = new Map<string, { count: number; until: number }>();
   private readonly policies = new Map<string, { mtime: number; policy: CompiledPolicy }>();
@@ -71,6 +73,7 @@ export class Gateway {
   constructor(private readonly opts: GatewayOptions) {
     this.config = opts.config;
     this.grants = new Grants(opts.state.grants);
+    this.auth = new McpAuth({ config: () => this.config, grants: this.grants, store: opts.state.oauth, audit: opts.audit, log: opts.log });
     this.http = createServer((req, res) => {
       this.handle(req, res).catch((err: Error) => {
         if (err instanceof HttpError) return sendHttpError(res, err);
@@ -180,15 +183,20 @@ export class Gateway {
     if (blocked && blocked.count >= 20 && blocked.until > Date.now()) throw new HttpError(429, 'too many failed authentication attempts; try again in a minute', { 'retry-after': '60' });
     const header = req.headers.authorization ?? '';
     const token = /^Bearer\s+(\S+)$/i.exec(header)?.[1];
-    const result = await this.grants.authenticate(token, name);
+    const result = await this.auth.authenticate(token, name);
     if (result.ok) return result.grant;
-    const current = this.failures.get(ip);
-    const f = current && current.until > Date.now() ? current : { count: 0, until: Date.now() + 60_000 };
-    f.count++;
-    this.failures.set(ip, f);
+    const refusal = this.auth.refusal(req, name, (req.url ?? '/').split('?')[0], result, !!token);
+    if (result.status === 503) throw new HttpError(refusal.status, refusal.message, refusal.headers);
+    // A request without a token is how every OAuth client starts; only wrong tokens count as guesses.
+    if (token) {
+      const current = this.failures.get(ip);
+      const f = current && current.until > Date.now() ? current : { count: 0, until: Date.now() + 60_000 };
+      f.count++;
+      this.failures.set(ip, f);
+    }
     this.opts.audit.append({ kind: 'auth', server: name, decision: 'deny', message: `${result.reason} (from ${ip})` });
     this.metrics.authFailures.inc({ server: name });
-    throw new HttpError(result.status, result.reason, { 'www-authenticate': 'Bearer realm="toolgate"' });
+    throw new HttpError(refusal.status, refusal.message, refusal.headers);
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -229,6 +237,7 @@ export class Gateway {
     }
     const sse = /^\/sse\/([^/]+)(\/messages)?\/?$/.exec(url.pathname);
     if (sse) return this.handleSse(req, res, decodeURIComponent(sse[1]), sse[2] !== undefined, url);
+    if (await this.auth.handle(req, res, url)) return;
     throw new HttpError(404, `no such endpoint: ${url.pathname} (servers are at /mcp/<server> and /sse/<server>)`);
   }
 

@@ -1,4 +1,4 @@
-import type { Charge, CounterStore, FlagStore, Grant, GrantStore, KillScope, KillSwitchState, PinStore, StateStore } from './types.js';
+import type { Charge, CounterStore, FlagStore, Grant, GrantStore, KillScope, KillSwitchState, OAuthStore, PinStore, StateStore } from './types.js';
 
 interface Cell { value: number; expiresAt: number }
 
@@ -84,10 +84,11 @@ export class MemoryGrantStore implements GrantStore {
   list(): Grant[] {
     return [...this.grants.values()].map((g) => ({ ...g.grant }));
   }
-  rotate(id: string, tokenHash: string): boolean {
+  rotate(id: string, tokenHash: string, expiresAt?: string): boolean {
     const g = this.grants.get(id);
     if (!g || g.grant.revokedAt) return false;
     g.hash = tokenHash;
+    if (expiresAt) g.grant.expiresAt = expiresAt;
     return true;
   }
   revoke(id: string, at: string): boolean {
@@ -98,6 +99,37 @@ export class MemoryGrantStore implements GrantStore {
   }
 }
 
+export class MemoryOAuthStore implements OAuthStore {
+  private readonly records = new Map<string, { value: string; expiresAt: number }>();
+  put(key: string, value: string, expiresAt: number): void {
+    this.records.set(key, { value, expiresAt });
+  }
+  get(key: string, now: number): string | null {
+    const r = this.records.get(key);
+    if (r && r.expiresAt <= now) this.records.delete(key);
+    return r && r.expiresAt > now ? r.value : null;
+  }
+  take(key: string, now: number): string | null {
+    const value = this.get(key, now);
+    this.records.delete(key);
+    return value;
+  }
+  delete(key: string): void {
+    this.records.delete(key);
+  }
+  count(prefix: string, now: number): number {
+    let n = 0;
+    for (const [key, r] of this.records) {
+      if (r.expiresAt <= now) this.records.delete(key);
+      else if (key.startsWith(prefix)) n++;
+    }
+    return n;
+  }
+}
+
 export function openMemoryState(): StateStore {
-  return { kind: 'memory', counters: new MemoryCounterStore(), flags: new MemoryFlagStore(), pins: new MemoryPinStore(), grants: new MemoryGrantStore(), close: async () => {} };
+  return {
+    kind: 'memory', counters: new MemoryCounterStore(), flags: new MemoryFlagStore(), pins: new MemoryPinStore(), grants: new MemoryGrantStore(),
+    oauth: new MemoryOAuthStore(), close: async () => {},
+  };
 }

@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
-import type { Charge, CounterStore, FlagStore, Grant, GrantStore, KillScope, KillSwitchState, PinStore, StateStore } from './types.js';
+import type { Charge, CounterStore, FlagStore, Grant, GrantStore, KillScope, KillSwitchState, OAuthStore, PinStore, StateStore } from './types.js';
 
 /**
  * Opens a SQLite database the way every toolgate file wants it: WAL (readers never block the
@@ -237,14 +237,46 @@ export class SqliteGrantStore implements GrantStore {
     return this.db.prepare<[], GrantRow>('SELECT * FROM grants ORDER BY created_at, id').all().map(grantOf);
   }
 
-  rotate(id: string, tokenHash: string): boolean {
+  rotate(id: string, tokenHash: string, expiresAt?: string): boolean {
     this.cache.clear();
-    return this.db.prepare('UPDATE grants SET token_hash = ? WHERE id = ? AND revoked_at IS NULL').run(tokenHash, id).changes === 1;
+    return this.db.prepare('UPDATE grants SET token_hash = ?, expires_at = coalesce(?, expires_at) WHERE id = ? AND revoked_at IS NULL')
+      .run(tokenHash, expiresAt ?? null, id).changes === 1;
   }
 
   revoke(id: string, at: string): boolean {
     this.cache.clear();
     return this.db.prepare('UPDATE grants SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(at, id).changes === 1;
+  }
+}
+
+export class SqliteOAuthStore implements OAuthStore {
+  private readonly takeStmt: Database.Statement<[string, number], { value: string }>;
+
+  constructor(private readonly db: Database.Database) {
+    db.exec('CREATE TABLE IF NOT EXISTS oauth (key TEXT PRIMARY KEY, value TEXT NOT NULL, expires_at INTEGER NOT NULL) WITHOUT ROWID');
+    this.takeStmt = db.prepare('DELETE FROM oauth WHERE key = ? AND expires_at > ? RETURNING value');
+  }
+
+  put(key: string, value: string, expiresAt: number): void {
+    this.db.prepare('INSERT OR REPLACE INTO oauth (key, value, expires_at) VALUES (?, ?, ?)').run(key, value, expiresAt);
+  }
+
+  get(key: string, now: number): string | null {
+    return this.db.prepare<[string, number], { value: string }>('SELECT value FROM oauth WHERE key = ? AND expires_at > ?').get(key, now)?.value ?? null;
+  }
+
+  take(key: string, now: number): string | null {
+    return this.takeStmt.get(key, now)?.value ?? null;
+  }
+
+  delete(key: string): void {
+    this.db.prepare('DELETE FROM oauth WHERE key = ?').run(key);
+  }
+
+  count(prefix: string, now: number): number {
+    this.db.prepare('DELETE FROM oauth WHERE expires_at <= ?').run(now);
+    // Keys are ours (no LIKE wildcards in them), but a range scan needs no escaping at all.
+    return this.db.prepare<[string, string], { n: number }>('SELECT count(*) AS n FROM oauth WHERE key >= ? AND key < ?').get(prefix, `${prefix}\uffff`)!.n;
   }
 }
 
@@ -257,6 +289,7 @@ export function openSqliteState(file: string): StateStore {
     flags: new SqliteFlagStore(db, dataVersion),
     pins: new SqlitePinStore(db),
     grants: new SqliteGrantStore(db, dataVersion),
+    oauth: new SqliteOAuthStore(db),
     close: async () => { closeDatabase(db); },
   };
 }

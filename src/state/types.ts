@@ -64,9 +64,23 @@ export interface GrantStore {
   create(grant: Grant, tokenHash: string): Awaitable<void>;
   byTokenHash(tokenHash: string): Awaitable<Grant | null>;
   list(): Awaitable<Grant[]>;
-  /** Replaces the token hash (rotation); false when there is no such live grant. */
-  rotate(id: string, tokenHash: string): Awaitable<boolean>;
+  /** Replaces the token hash (rotation), and the expiry when one is given; false when there is no such live grant. */
+  rotate(id: string, tokenHash: string, expiresAt?: string): Awaitable<boolean>;
   revoke(id: string, at: string): Awaitable<boolean>;
+}
+
+/**
+ * Short-lived records of the built-in OAuth authorization server (registered clients,
+ * authorization codes, refresh tokens), as opaque strings under opaque keys, each with an expiry.
+ */
+export interface OAuthStore {
+  put(key: string, value: string, expiresAt: number): Awaitable<void>;
+  get(key: string, now: number): Awaitable<string | null>;
+  /** Returns the value and deletes it in one step, so a code or refresh token is used once even under races. */
+  take(key: string, now: number): Awaitable<string | null>;
+  delete(key: string): Awaitable<void>;
+  /** Live keys that start with `prefix`. */
+  count(prefix: string, now: number): Awaitable<number>;
 }
 
 export interface StateStore {
@@ -75,5 +89,6 @@ export interface StateStore {
   readonly flags: FlagStore;
   readonly pins: PinStore;
   readonly grants: GrantStore;
+  readonly oauth: OAuthStore;
   close(): Promise<void>;
 }
