@@ -2,6 +2,7 @@ import { compileRegex, plainNumber } from '../policy/check.js';
 import { canonicalJson } from '../policy/load.js';
 import { parsePath, type ContextPath, type Step } from '../policy/paths.js';
 import type { Condition } from '../policy/schema.js';
+import { isPrivateAddress } from './private-address.js';
 
 /** What a decision may look at: the call and who makes it. The engine knows nothing else. */
 export interface CallContext {
@@ -168,6 +169,7 @@ function compileOp(c: Condition): Test {
       const needle = asText(v);
       return s !== undefined && needle !== undefined && s.includes(needle);
     };
+    case 'private_address': { const want = v !== false; return (a) => typeof a === 'string' && isPrivateAddress(a) === want; }
     case 'exists': throw new Error('exists is compiled separately');
   }
 }

@@ -45,8 +45,8 @@ function checkCondition(c: Condition, at: (string | number)[], out: PolicyIssue[
   if (typeof parsed === 'string') out.push({ pointer: pointerOf([...at, 'path']), message: parsed });
   const v = c.value;
   const vp = pointerOf([...at, 'value']);
-  if (c.op === 'exists') {
-    if (v !== undefined && typeof v !== 'boolean') out.push({ pointer: vp, message: 'exists takes true or false' });
+  if (c.op === 'exists' || c.op === 'private_address') {
+    if (v !== undefined && typeof v !== 'boolean') out.push({ pointer: vp, message: `${c.op} takes true or false` });
     return;
   }
   if (v === undefined) {

@@ -8,7 +8,7 @@ import { z } from 'zod';
 
 export const OPERATORS = [
   'eq', 'neq', 'in', 'not_in', 'lt', 'lte', 'gt', 'gte', 'regex',
-  'contains', 'starts_with', 'ends_with', 'exists', 'len_lte', 'len_gte',
+  'contains', 'starts_with', 'ends_with', 'exists', 'len_lte', 'len_gte', 'private_address',
 ] as const;
 export type Operator = (typeof OPERATORS)[number];
 

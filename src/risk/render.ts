@@ -22,6 +22,10 @@ function authText(r: ServerRecord): string {
 }
 
 function verdictLine(t: ToolRecord): string {
+  return [baseVerdictLine(t), ...t.refinements.map((r) => `${r.says} (Attack pattern: ${t.attacks.find((a) => a.id === r.attack)?.title ?? r.attack}.)`)].join(' ');
+}
+
+function baseVerdictLine(t: ToolRecord): string {
   switch (t.verdict) {
     case 'Allowed': return `${t.name} is allowed: it only reads. Everything else on the server is denied unless you say otherwise.`;
     case 'Rate-limited': return `${t.name} stays usable, but rate-capped — a runaway agent can't fire it dozens of times a minute. Everything else on the server is denied unless you say otherwise.`;
