@@ -12,4 +12,9 @@ export default tseslint.config(
       '@typescript-eslint/no-explicit-any': 'off',
     },
   },
+  // The dashboard's browser modules (served as they are, no build step).
+  {
+    files: ['web/**/*.js'],
+    languageOptions: { globals: Object.fromEntries(['window', 'document', 'location', 'history', 'navigator', 'fetch', 'EventSource', 'Event', 'Node', 'CSS', 'FormData', 'setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'URL'].map((g) => [g, 'readonly'])) },
+  },
 );

@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
+import { readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
 import { describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { AuditLog, maskSecrets } from '../src/audit/index.js';
+import { collectJournals, JOURNAL_MAX_BYTES, journalDirs, journalPrefix } from '../src/audit/journal.js';
 import { tempDir } from './helpers/toolgate.js';
 
 function filled(n = 5): { file: string; log: AuditLog } {
@@ -125,5 +127,96 @@ describe('audit journal', () => {
     assert.equal(b.args, '{"path":"/x","token":"***"}');
     assert.equal(a.args_sha256, b.args_sha256);
     assert.match(a.args_sha256!, /^[0-9a-f]{64}$/);
+  });
+});
+
+/** Runs `body` (with `log`, an AuditLog on `file`) in a child process that then dies by SIGKILL. */
+async function killedChild(file: string, body: string): Promise<void> {
+  const { spawnSync } = await import('node:child_process');
+  const script = `import { AuditLog } from ${JSON.stringify(new URL('../src/audit/log.ts', import.meta.url).pathname)};
+    const log = new AuditLog(${JSON.stringify(file)});
+    ${body}
+    process.kill(process.pid, 'SIGKILL');`;
+  const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: new URL('..', import.meta.url).pathname });
+  assert.equal(r.signal, 'SIGKILL', r.stderr.toString());
+}
+
+describe('audit hardening (issue 9)', () => {
+  it('9. rows with no outcome to come (denials) are not remembered; outcomes still awaited stay bounded', () => {
+    const file = join(tempDir(), 'audit.db');
+    const log = new AuditLog(file);
+    for (let i = 0; i < 20_000; i++) log.append({ kind: 'call', tool: 't', decision: 'deny', rule: '(default)' });
+    log.flush();
+    assert.equal(log.awaitingOutcomes, 0);
+    const refs = [];
+    for (let i = 0; i < 10_000; i++) refs.push(log.append({ kind: 'call', tool: `f${i}`, decision: 'allow', awaitsOutcome: true }));
+    log.flush();
+    assert.ok(log.awaitingOutcomes <= 4096, `${log.awaitingOutcomes} outcomes remembered`);
+    for (const ref of refs) log.finish(ref, 'result', 2);
+    log.flush();
+    assert.equal(log.awaitingOutcomes, 0);
+    const rows = log.query({ decision: 'allow', limit: 20_000 });
+    assert.ok(rows.every((r) => r.outcome === 'result' && r.latency_ms === 2), 'outcomes of forgotten hashes are sealed from the database');
+    assert.deepEqual(log.verify(), { ok: true, rows: 30_000 });
+    log.close();
+  });
+
+  it('12. an outcome survives kill -9 once finish() returned', async () => {
+    const file = join(tempDir(), 'audit.db');
+    await killedChild(file, `
+      const ref = log.append({ kind: 'call', tool: 'done', decision: 'allow', awaitsOutcome: true });
+      log.flush();
+      log.finish(ref, 'result', 12.5);
+      const same = log.append({ kind: 'call', tool: 'same-batch', decision: 'allow', awaitsOutcome: true });
+      log.finish(same, 'is_error', 3);`);
+    const log = new AuditLog(file);
+    assert.deepEqual(log.query({}).map((r) => [r.tool, r.outcome, r.latency_ms]), [['done', 'result', 12.5], ['same-batch', 'is_error', 3]]);
+    assert.ok(log.verify().ok);
+    log.close();
+  });
+
+  it('13. any toolgate that starts replays a dead process\'s journal into its own database', async () => {
+    const { spawnSync } = await import('node:child_process');
+    const file = join(tempDir(), 'audit.db');
+    await killedChild(file, "log.flush(); log.append({ kind: 'call', tool: 'orphan', decision: 'allow' });");
+    const before = new Database(file, { readonly: true });
+    assert.deepEqual(before.prepare('SELECT count(*) AS n FROM audit').get(), { n: 0 });
+    before.close();
+    // Another toolgate, on another database, for an unrelated command.
+    const r = spawnSync(process.execPath, [new URL('../bin/toolgate.js', import.meta.url).pathname, 'policy', 'validate', '--help'], { env: { ...process.env, TOOLGATE_HOME: tempDir() } });
+    assert.equal(r.status, 0, r.stderr.toString());
+    const after = new Database(file, { readonly: true });
+    assert.deepEqual(after.prepare('SELECT tool FROM audit').all(), [{ tool: 'orphan' }]);
+    after.close();
+    assert.deepEqual(readdirSync(journalDirs(file)[0]).filter((n) => n.startsWith(journalPrefix(file))), []);
+  });
+
+  it('13. a dead journal whose database is gone is kept for a day, then removed', async () => {
+    const { spawnSync } = await import('node:child_process');
+    const dir = tempDir();
+    const dead = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))']).stdout.toString();
+    const gone = join(tempDir(), 'gone', 'audit.db');
+    const journal = (seq: number) => join(dir, `${journalPrefix(gone)}${dead}-abcd1234-${seq}`);
+    for (const seq of [0, 1]) writeFileSync(journal(seq), `{"db":${JSON.stringify(gone)}}\n["e${seq}","2026-01-01T00:00:00Z","h:1","call",null,null,null,null,"x","allow",null,null,null,null]\n`);
+    const twoDaysAgo = new Date(Date.now() - 2 * 86_400_000);
+    utimesSync(journal(0), twoDaysAgo, twoDaysAgo);
+    collectJournals([dir]);
+    assert.deepEqual(readdirSync(dir), [basename(journal(1))]);
+  });
+
+  it('13. a journal is capped: a full one is written to the database at once; huge fields are cut', () => {
+    const file = join(tempDir(), 'audit.db');
+    const log = new AuditLog(file);
+    const own = () => readdirSync(journalDirs(file)[0]).filter((n) => n.startsWith(journalPrefix(file))).map((n) => statSync(join(journalDirs(file)[0], n)).size);
+    let largest = 0;
+    for (let i = 0; i < 2000; i++) {
+      log.append({ kind: 'call', tool: `${'x'.repeat(100_000)}${i}`, decision: 'deny', message: 'm'.repeat(2000) });
+      largest = Math.max(largest, ...own());
+    }
+    assert.ok(largest < JOURNAL_MAX_BYTES + 16 * 1024, `a journal grew to ${largest} bytes`);
+    const rows = log.query({ limit: 5000 });
+    assert.equal(rows.length, 2000);
+    assert.match(rows[0].tool!, /^x{4096}… \[95905 more characters\]$/);
+    log.close();
   });
 });

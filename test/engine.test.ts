@@ -61,8 +61,20 @@ describe('decision order', () => {
     const d = await e.decide(ctx('delete_repo'));
     assert.equal(d.rule, '/hide/0');
     assert.equal(d.message, 'Tool "delete_repo" is not available.');
-    const unknown = await engineFor({ version: '1', default: 'deny' }).decide(ctx('delete_repo'));
-    assert.equal(unknown.message, d.message, 'a hidden tool reads like an unknown one');
+  });
+
+  it('a tool without an entry under default deny: the denial says so and how to add one, nothing about the server', async () => {
+    const d = await engineFor({ version: '1', default: 'deny', tools: { other: {} } }).decide(ctx('delete_repo'));
+    assert.equal(d.rule, '(default)');
+    assert.equal(d.message, 'The policy has no entry for "delete_repo" and denies what it does not list (default: deny). To allow it, add "delete_repo": {} under "tools" in the policy.');
+  });
+
+  it('an allowed camelCase tool under default deny is not denied for its lower-cased look-alike', async () => {
+    const e = engineFor({ version: '1', default: 'deny', tools: { getSum: {}, Delete_Repo: {} } });
+    assert.equal((await e.decide(ctx('getSum'))).verdict, 'allow');
+    assert.equal((await e.decide(ctx('getsum'))).rule, '(default)');
+    // A look-alike the server does list stays a reason to deny.
+    assert.equal((await e.decide(ctx('Delete_Repo'), { aliases: ['delete_repo'] })).rule, '(default)');
   });
 
   it('"*" in hide hides everything', async () => {
@@ -162,6 +174,39 @@ describe('tool name matching', () => {
     assert.equal((await e.decide(ctx('list_tables'))).verdict, 'allow');
   });
 
+  it('names with control, format or invisible characters, or spaces at the ends, are skeleton-equal to the plain name', async () => {
+    const e = engineFor({ version: '1', default: 'allow', hide: ['Danger*'], tools: { delete_file: { action: 'deny' } } });
+    for (const c of ['\u001c', '\u001d', '\u001e', '\u001f', '\u0000', '\u0085', '\u00a0', '\u200b', '\u2028', '\u2029', '\u202f', '\u3000', '\ufeff', '\u180e', '\u00ad', '\u034f', '\u3164', '\u0007', '\u009f']) {
+      for (const name of [`delete_file${c}`, `${c}delete_file`, `delete${c}_file`, `danger${c}zone`]) {
+        assert.equal((await e.decide(ctx(name))).verdict, 'deny', JSON.stringify(name));
+      }
+    }
+  });
+
+  it('globs and hide patterns match whatever the case, like plain names', async () => {
+    const e = engineFor({ version: '1', default: 'allow', hide: ['Danger*'], tools: { 'Delete*': { action: 'deny' }, 'Send?Mail': { action: 'deny' } } });
+    for (const name of ['DELETEFILE', 'deletefile', 'DeleteFile', 'ｄｅｌｅｔｅfile', 'dangerzone', 'DANGERZONE', 'dАngerzone' /* Cyrillic А */, 'sendxmail', 'SEND_MAIL']) {
+      assert.equal((await e.decide(ctx(name))).verdict, 'deny', name);
+    }
+    assert.equal(e.current.isHidden('dangerzone'), true);
+    assert.equal((await e.decide(ctx('list_files'))).verdict, 'allow');
+  });
+
+  it('an exact entry still beats a glob under any case, and the strictest of same-skeleton entries wins', async () => {
+    const e = engineFor({ version: '1', default: 'allow', tools: { DeleteDraft: {}, 'Delete*': { action: 'deny' }, read_file: {}, READ_FILE: { action: 'deny' } } });
+    assert.equal((await e.decide(ctx('deletedraft'))).verdict, 'allow');
+    assert.equal((await e.decide(ctx('deletefile'))).verdict, 'deny');
+    assert.equal((await e.decide(ctx('read_file'))).verdict, 'deny');
+  });
+
+  it('a call in other case counts against the limits of the entry it imitates', async () => {
+    const counters = new MemoryCounterStore();
+    const e = engineFor({ version: '1', default: 'allow', tools: { echo: { limits: [{ counter: 'echo', window: 'day', max: 2 }] } } }, { counters });
+    const verdicts = [];
+    for (const name of ['ECHO', 'Echo', 'echo​', 'echo']) verdicts.push((await e.decide(ctx(name))).verdict);
+    assert.deepEqual(verdicts, ['allow', 'allow', 'deny', 'deny']);
+  });
+
   it('known tool names with the same skeleton count as aliases', async () => {
     const e = engineFor({ version: '1', default: 'allow', tools: { Delete_Repo: { action: 'deny' } } });
     assert.equal((await e.decide(ctx('DELETE_REPO'), { aliases: ['Delete_Repo'] })).verdict, 'deny');
@@ -176,15 +221,47 @@ async function holds(path: string, op: string, value: unknown, args: Record<stri
 }
 
 describe('conditions', () => {
-  it('compares numbers and numeric strings as numbers', async () => {
+  it('compares plain numbers and canonical decimal strings as numbers', async () => {
     assert.equal(await holds('args.amount', 'gt', 100, { amount: '999' }), true);
-    assert.equal(await holds('args.amount', 'gt', 100, { amount: ' 1e5 ' }), true);
-    assert.equal(await holds('args.amount', 'gt', 100, { amount: '500abc' }), true);
     assert.equal(await holds('args.amount', 'gt', 100, { amount: 99 }), false);
+    assert.equal(await holds('args.amount', 'gt', 100, { amount: '99.5' }), false);
+    assert.equal(await holds('args.amount', 'gt', -1, { amount: '-0.5' }), true);
     assert.equal(await holds('args.amount', 'lte', '100', { amount: 100 }), true);
     assert.equal(await holds('args.amount', 'eq', 5, { amount: '5' }), true);
     assert.equal(await holds('args.amount', 'in', [1, 2], { amount: '2' }), true);
-    assert.equal(await holds('args.amount', 'gt', 100, { amount: 'lots' }), false);
+    assert.equal(await holds('args.amount', 'in', ['x', 2], { amount: 'x' }), true);
+  });
+
+  // Each of these is 99999 (or more) to some runtime's int()/parseInt/strtol, or no number at all.
+  const UNREADABLE = ['99_999', '９９９９９', '٩٩٩٩٩', '۹۹۹۹۹', ' 99999', '99999 ', '+99999', '099999', '1e5', '0x1869F', '99999abc', 'NaN', 'Infinity', '-Infinity', '', 'lots', '9007199254740993', true, null, [99999], { n: 99999 }];
+
+  it('a numeric comparison on anything else fails closed: deny_if matches, require fails, approve_if holds', async () => {
+    for (const amount of UNREADABLE) {
+      for (const op of ['gt', 'gte', 'lt', 'lte', 'eq', 'neq', 'in', 'not_in'] as const) {
+        const value = op === 'in' || op === 'not_in' ? [5] : op.startsWith('l') ? 0 : 5;
+        assert.equal(await holds('args.amount', op, value, { amount }), true, `deny_if ${op} on ${JSON.stringify(amount)}`);
+      }
+      const require = engineFor({ version: '1', default: 'allow', tools: { t: { require: [{ conditions: [{ path: 'args.amount', op: 'lte', value: 10000 }] }] } } });
+      assert.equal((await require.decide(ctx('t', { amount }))).verdict, 'deny', `require on ${JSON.stringify(amount)}`);
+      const approve = engineFor({ version: '1', default: 'allow', tools: { t: { approve_if: [{ conditions: [{ path: 'args.amount', op: 'gt', value: 10000 }] }] } } });
+      assert.equal((await approve.decide(ctx('t', { amount }))).verdict, 'approve', `approve_if on ${JSON.stringify(amount)}`);
+    }
+    // Through [*]: one unreadable element is enough.
+    assert.equal(await holds('args.items[*].n', 'gt', 100, { items: [{ n: 1 }, { n: '٩٩٩' }] }), true);
+    const require = engineFor({ version: '1', default: 'allow', tools: { t: { require: [{ conditions: [{ path: 'args.items[*].n', op: 'lt', value: 100 }] }] } } });
+    assert.equal((await require.decide(ctx('t', { items: [{ n: 1 }, { n: '٩٩٩' }] }))).verdict, 'deny');
+  });
+
+  it('increment_from takes only a plain non-negative number', async () => {
+    const policy = { version: '1', default: 'allow', tools: { pay: { limits: [{ counter: 'spend', window: 'day', max: 1000, increment_from: 'args.amount' }] } } };
+    for (const amount of [...UNREADABLE, -5, '-5']) {
+      const d = await engineFor(policy).decide(ctx('pay', { amount }));
+      assert.equal(d.verdict, 'deny', JSON.stringify(amount));
+      assert.equal(d.rule, '/tools/pay/limits/0');
+    }
+    const ok = await engineFor(policy).decide(ctx('pay', { amount: '999.5' }));
+    assert.equal(ok.verdict, 'allow');
+    assert.equal(ok.charges[0].amount, 999.5);
   });
 
   it('a missing path makes every operator but exists false', async () => {
@@ -248,12 +325,12 @@ describe('conditions', () => {
   });
 
   it('regexes run in linear time on hostile input', async () => {
+    // A backtracking engine needs about 2^n steps for n a's here (n = 60: centuries), so this
+    // answers at all only on a linear-time engine; how fast is npm run bench's business.
     const e = engineFor(cond('args.s', 'regex', '^(a+)+$'));
-    const start = process.hrtime.bigint();
-    const d = await e.decide(ctx('t', { s: 'a'.repeat(100_000) + '!' }));
-    const ms = Number(process.hrtime.bigint() - start) / 1e6;
-    assert.equal(d.verdict, 'allow');
-    assert.ok(ms < 2000, `took ${ms} ms`);
+    assert.equal((await e.decide(ctx('t', { s: 'a'.repeat(60) + '!' }))).verdict, 'allow');
+    assert.equal((await e.decide(ctx('t', { s: 'a'.repeat(100_000) + '!' }))).verdict, 'allow');
+    assert.equal((await e.decide(ctx('t', { s: 'a'.repeat(100_000) }))).verdict, 'deny');
   });
 });
 

@@ -42,6 +42,31 @@ describe('record HTML in a real browser', () => {
     await page.close();
   });
 
+  it('fits a 400 px phone: nothing wider than the screen, the verdict column in view, long policy lines scroll in their box', async () => {
+    const page = await browser.newPage({ viewport: { width: 400, height: 800 } });
+    for (const file of ['index.html', 'tools/list_directory_with_sizes.html', 'tools/write_file.html']) {
+      await page.goto(`file://${join(dir, file)}`);
+      const { scrollWidth, outside } = await page.evaluate(() => {
+        const width = document.documentElement.clientWidth;
+        // A <pre> may be wider inside: it scrolls itself, not the page.
+        const outside = [...document.querySelectorAll('body *')]
+          .filter((e) => !e.closest('pre') && e.getBoundingClientRect().right > width + 0.5)
+          .map((e) => `${e.tagName.toLowerCase()}: ${(e.textContent ?? '').slice(0, 40)}`);
+        return { scrollWidth: document.documentElement.scrollWidth, outside };
+      });
+      assert.deepEqual(outside, [], `${file}: elements beyond 400 px`);
+      assert.equal(scrollWidth, 400, `${file}: the page scrolls sideways`);
+    }
+    await page.goto(`file://${join(dir, 'index.html')}`);
+    const verdict = await page.locator('th', { hasText: 'verdict' }).boundingBox();
+    assert.ok(verdict && verdict.x + verdict.width <= 400, 'the verdict column is in view');
+    // Kept beside the record in the temporary directory (not in the repository), to look at.
+    const shot = join(dir, 'server-400px.png');
+    await page.screenshot({ path: shot, fullPage: true });
+    assert.ok(statSync(shot).size > 20_000);
+    await page.close();
+  });
+
   it('a tool page has the seed record sections and the policy as code', async () => {
     const page = await browser.newPage();
     await page.goto(`file://${join(dir, 'index.html')}`);

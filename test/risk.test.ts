@@ -139,11 +139,15 @@ describe('toolgate classify', () => {
     assert.match(garbage.stderr, /stdin:1: not JSON/);
   });
 
-  it('classifies 10,000 tools in under a second', () => {
-    const many = Array.from({ length: 10_000 }, (_, i) => ({ name: `${['get', 'create', 'delete', 'run', 'pay'][i % 5]}_thing_${i}`, description: 'Does a thing with an item.' }));
-    const start = performance.now();
-    classifyTools(many, { name: 'big' });
-    assert.ok(performance.now() - start < 1000);
+  it('classifies 10,000 tools, each by its own name, in input order', () => {
+    // How fast is npm run bench's business (bench/classify.ts), not a test's.
+    const verbs = ['get', 'create', 'delete', 'run', 'pay'];
+    const many = Array.from({ length: 10_000 }, (_, i) => ({ name: `${verbs[i % 5]}_thing_${i}`, description: 'Does a thing with an item.' }));
+    const out = classifyTools(many, { name: 'big' });
+    assert.equal(out.length, 10_000);
+    assert.ok(out.every((c, i) => c.name === many[i].name));
+    assert.deepEqual(out.slice(0, 5).map((c) => c.category), classifyTools(many.slice(0, 5), { name: 'big' }).map((c) => c.category));
+    assert.deepEqual(out.slice(0, 5).map((c) => c.category), ['Read', 'Write', 'Destructive', 'Execute', 'Financial']);
   });
 });
 
@@ -321,6 +325,10 @@ describe('pins: rug-pull defence', () => {
     assert.equal(call.result._meta['dev.toolgate/decision'].rule, '(pin)');
     const fresh = await raw.request('c2', 'tools/call', { name: 'exfiltrate', arguments: {} });
     assert.equal(fresh.result._meta['dev.toolgate/decision'].rule, '(pin)');
+    for (const name of ['constructor', '__proto__', 'toString', 'hasOwnProperty']) {
+      const r = await raw.request(`proto-${name}`, 'tools/call', { name, arguments: {} });
+      assert.equal(r.result._meta['dev.toolgate/decision'].rule, '(pin)', `${name} was never pinned`);
+    }
 
     const refused = await new Promise<{ code: number; stdout: string }>((resolve) => execFile(process.execPath, [BIN, 'pin', ...serverCmd], { env: testEnv(home, { LENIENT_VARIANT: 'rugpull' }) }, (err, stdout) => resolve({ code: err ? 1 : 0, stdout })));
     assert.equal(refused.code, 1);

@@ -151,13 +151,13 @@ describe('bad input never gets a denied call to the server', () => {
     assert.match(e3.result.content[0].text, /POLICY DENIED.*Limit reached/, 'echo: 4 → one earlier allowed call (id 4) plus e1 use the 2 allowed');
   });
 
-  it('hidden tools vanish from tools/list, pagination cursors are kept', async () => {
+  it('hidden and action: deny tools vanish from tools/list, pagination cursors are kept', async () => {
     const first = await raw.request('list', 'tools/list', {});
     assert.equal(first.result.nextCursor, 'page-2');
     const second = await raw.request('list2', 'tools/list', { cursor: 'page-2' });
     const names = [...first.result.tools, ...second.result.tools].map((t: any) => t.name);
     assert.ok(!names.includes('read_file'));
-    assert.deepEqual(names, ['echo', 'delete_all', 'fail', 'hang', 'slow', 'refund']);
+    assert.deepEqual(names, ['echo', 'fail', 'hang', 'slow', 'refund']);
   });
 
   it('forwards cancellation to the server', async () => {

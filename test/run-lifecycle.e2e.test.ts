@@ -147,6 +147,22 @@ describe('toolgate run: policy and state at run time', () => {
     assert.ok(audit.verify().ok);
     audit.close();
   });
+
+  it('the outcome and latency of every answered call survive a SIGKILL right after the answers', async () => {
+    const dir = tempDir();
+    const raw = new RawSession(['-p', writePolicy(dir, ALLOW_ALL), '--', process.execPath, LENIENT], testEnv(dir));
+    await raw.initialize();
+    for (let i = 0; i < 50; i++) raw.send({ jsonrpc: '2.0', id: `k${i}`, method: 'tools/call', params: { name: 'echo', arguments: { i } } });
+    await raw.waitFor(() => raw.lines.filter((m: any) => typeof m?.id === 'string' && m.id.startsWith('k') && m.result).length === 50);
+    raw.child.kill('SIGKILL');
+    await raw.exited;
+    const audit = new AuditLog(join(dir, 'audit.db'));
+    const rows = audit.query({ tool: 'echo' });
+    assert.equal(rows.length, 50);
+    assert.deepEqual(rows.filter((r) => r.outcome !== 'result' || r.latency_ms === null).map((r) => r.id), [], 'every answered call keeps its outcome');
+    assert.ok(audit.verify().ok);
+    audit.close();
+  });
 });
 
 describe('toolgate run --upstream (Streamable HTTP)', () => {

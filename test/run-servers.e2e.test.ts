@@ -148,7 +148,7 @@ describe('toolgate run + server-filesystem', () => {
 
   it('default deny refuses unlisted tools, allowed ones run', async () => {
     const r = await c.client.callTool({ name: 'create_directory', arguments: { path: join(sandbox, 'd') } });
-    assert.match(denialText(r)!, /not available/);
+    assert.match(denialText(r)!, /^\[POLICY DENIED\] The policy has no entry for "create_directory" .* add "create_directory": \{\} under "tools"/);
     assert.equal(existsSync(join(sandbox, 'd')), false);
     await c.client.callTool({ name: 'write_file', arguments: { path: join(sandbox, 'ok.txt'), content: 'fine' } });
     assert.equal(readFileSync(join(sandbox, 'ok.txt'), 'utf8'), 'fine');

@@ -15,11 +15,16 @@ export interface Batch {
   /** Per entry: the call's arguments, hashed here (off the call's path), and whether to store their values. */
   args: (Record<string, unknown> | undefined)[];
   storeArgValues: boolean[];
+  /** Per entry: its outcome will follow (a forwarded call), so its hash is worth remembering. */
+  awaiting: boolean[];
   outcomes: Outcome[];
   journal?: string;
 }
 
 type Row = Record<string, string | number | null>;
+
+/** Row hashes remembered for outcomes still to come; beyond this the oldest are looked up again in the database. */
+const REMEMBERED_MAX = 4096;
 
 export const GENESIS = '0'.repeat(64);
 const HASHED_FIELDS = ['ts', 'instance', 'kind', 'server', 'grant_label', 'session', 'client', 'tool', 'decision', 'rule', 'message', 'arg_keys', 'args_sha256', 'args', 'policy_hash'] as const;
@@ -47,6 +52,7 @@ export function createAuditTables(db: Database.Database): void {
       message TEXT, arg_keys TEXT, args_sha256 TEXT, args TEXT, policy_hash TEXT,
       prev_hash TEXT NOT NULL, hash TEXT NOT NULL, outcome TEXT, latency_ms REAL, outcome_hash TEXT);
     CREATE INDEX IF NOT EXISTS audit_ts ON audit (ts);
+    CREATE INDEX IF NOT EXISTS audit_lifecycle ON audit (instance, kind, ts) WHERE kind IN ('start', 'stop');
     CREATE TABLE IF NOT EXISTS audit_head (one INTEGER PRIMARY KEY CHECK (one = 1), id INTEGER NOT NULL, hash TEXT NOT NULL);`);
 }
 
@@ -57,8 +63,11 @@ export function createAuditTables(db: Database.Database): void {
  * of rows from earlier batches are sealed onto them. The batch's journal goes once it is stored.
  */
 export class ChainWriter {
-  private readonly run: (rows: Row[], outcomes: Outcome[]) => void;
-  /** Row hashes of events whose outcome has not arrived yet. */
+  private readonly run: (rows: Row[], awaiting: boolean[], outcomes: Outcome[]) => void;
+  /**
+   * Row hashes of forwarded calls whose outcome has not arrived yet, oldest first, at most
+   * REMEMBERED_MAX (a denial has no outcome to wait for, so it is never here).
+   */
   private readonly hashes = new Map<string, string>();
 
   constructor(db: Database.Database) {
@@ -69,18 +78,18 @@ export class ChainWriter {
     const head = db.prepare('INSERT INTO audit_head (one, id, hash) VALUES (1, ?, ?) ON CONFLICT (one) DO UPDATE SET id = excluded.id, hash = excluded.hash');
     const finish = db.prepare('UPDATE audit SET outcome = ?, latency_ms = ?, outcome_hash = ? WHERE event_id = ?');
     const hashOf = db.prepare<[string], { hash: string }>('SELECT hash FROM audit WHERE event_id = ?');
-    this.run = db.transaction((rows: Row[], outcomes: Outcome[]) => {
+    this.run = db.transaction((rows: Row[], awaiting: boolean[], outcomes: Outcome[]) => {
       const known = new Map(outcomes.map((o) => [o.eventId, o]));
       let prev = last.get()?.hash ?? GENESIS;
       let lastId = 0;
-      for (const row of rows) {
+      for (const [i, row] of rows.entries()) {
         const hash = rowHash(prev, row);
         const o = known.get(row.event_id as string);
         if (o) known.delete(o.eventId);
         const info = insert.run({ ...row, prev_hash: prev, hash, outcome: o?.outcome ?? null, latency_ms: o?.latency ?? null, outcome_hash: o ? outcomeHash(hash, o.outcome, o.latency) : null });
         if (info.changes === 0) continue; // replayed from a journal, already stored
         lastId = Number(info.lastInsertRowid);
-        if (!o) this.hashes.set(row.event_id as string, hash);
+        if (!o && awaiting[i]) this.remember(row.event_id as string, hash);
         prev = hash;
       }
       if (lastId) head.run(lastId, prev);
@@ -90,6 +99,16 @@ export class ChainWriter {
         if (hash) finish.run(o.outcome, o.latency, outcomeHash(hash, o.outcome, o.latency), o.eventId);
       }
     }).immediate;
+  }
+
+  private remember(eventId: string, hash: string): void {
+    if (this.hashes.size >= REMEMBERED_MAX) this.hashes.delete(this.hashes.keys().next().value!);
+    this.hashes.set(eventId, hash);
+  }
+
+  /** How many outcomes this writer is waiting for (a test hook: it must stay bounded). */
+  get awaitingOutcomes(): number {
+    return this.hashes.size;
   }
 
   write(batch: Batch): void {
@@ -102,7 +121,9 @@ export class ChainWriter {
       }
       return row;
     });
-    this.run(rows, batch.outcomes);
-    if (batch.journal) unlinkSync(batch.journal);
+    this.run(rows, batch.awaiting, batch.outcomes);
+    if (batch.journal) {
+      try { unlinkSync(batch.journal); } catch (err) { if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err; /* collected by another toolgate */ }
+    }
   }
 }

@@ -1,5 +1,5 @@
 export { AuditLog } from './log.js';
-export type { AuditDecision, AuditEvent, AuditKind, AuditQuery, AuditRef, AuditRow, AuditSummary, VerifyResult } from './log.js';
+export type { AuditDecision, AuditEvent, AuditKind, AuditQuery, AuditRef, AuditRow, AuditSummary, LiveAuditEvent, TrafficBucket, VerifyResult } from './log.js';
 export { maskSecrets, isSecretKey } from './mask.js';
 export { replay } from './replay.js';
 export type { ReplayChange } from './replay.js';

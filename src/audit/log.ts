@@ -1,15 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import { accessSync, closeSync, constants, mkdirSync, openSync, readdirSync, readFileSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, openSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
-import { sha256 } from '../policy/load.js';
 import { closeDatabase, openDatabase } from '../state/sqlite.js';
 import { ChainWriter, GENESIS, outcomeHash, rowHash, type Batch, type JournalEntry, type Outcome } from './chain.js';
+import { alive, collectJournals, JOURNAL_MAX_BYTES, journalDirs, journalHeader, journalPrefix, outcomeLine } from './journal.js';
 
 export type AuditDecision = 'allow' | 'deny' | 'shadow_deny' | 'approval_requested' | 'approved' | 'rejected' | 'timeout' | 'unused' | 'error';
-export type AuditKind = 'call' | 'approval' | 'policy_reload' | 'kill_switch' | 'start' | 'auth' | 'grant';
+export type AuditKind = 'call' | 'approval' | 'policy_reload' | 'kill_switch' | 'start' | 'stop' | 'auth' | 'grant' | 'pin';
 
 export interface AuditEvent {
   kind: AuditKind;
@@ -28,6 +28,8 @@ export interface AuditEvent {
   args?: Record<string, unknown>;
   storeArgValues?: boolean;
   policyHash?: string;
+  /** The call is forwarded: its outcome follows with `finish`. */
+  awaitsOutcome?: boolean;
 }
 
 /** Names an appended event, to attach its upstream outcome later. */
@@ -76,11 +78,22 @@ export interface AuditQuery {
 }
 
 export interface AuditSummary {
-  /** Processes that wrote to the log in the last 15 minutes. */
-  instances: { instance: string; servers: string[]; lastSeen: string; calls: number }[];
+  /**
+   * Serving processes (run, serve) still running: started, not stopped, and — on this host —
+   * alive; with the servers they called and their calls in the last 15 minutes.
+   */
+  instances: { instance: string; started: string; servers: string[]; lastSeen: string | null; calls: number }[];
+  /** Serving processes that ended in the last 15 minutes (stopped: null when they died without saying so). */
+  stopped: { instance: string; started: string; stopped: string | null }[];
   callsLastMinute: { server: string | null; calls: number; denied: number }[];
   topDenialsLastHour: { server: string | null; tool: string | null; rule: string | null; count: number }[];
 }
+
+/** An event as it is appended, for live views: the row's fields that exist before it is stored (argument keys, never values). */
+export type LiveAuditEvent = Pick<AuditRow, 'ts' | 'instance' | 'kind' | 'server' | 'grant_label' | 'session' | 'client' | 'tool' | 'decision' | 'rule' | 'message' | 'arg_keys'>;
+
+/** Calls per time bucket, for charts. `held` counts calls that waited for a human. */
+export interface TrafficBucket { t: string; calls: number; denied: number; held: number }
 
 export interface VerifyResult {
   ok: boolean;
@@ -90,36 +103,15 @@ export interface VerifyResult {
 }
 
 /** An event waiting for the next batch, with the arguments it still has to hash. */
-interface PendingRow { entry: JournalEntry; args?: Record<string, unknown>; storeArgValues?: boolean }
+interface PendingRow { entry: JournalEntry; args?: Record<string, unknown>; storeArgValues?: boolean; awaitsOutcome?: boolean }
+
+/** Text fields longer than this (a hostile tool or client name) are cut in the row, so no one event can fill the journal. */
+const FIELD_MAX = 4096;
+const cut = (s: string | undefined): string | null =>
+  s === undefined ? null : s.length <= FIELD_MAX ? s : `${s.slice(0, FIELD_MAX)}… [${s.length - FIELD_MAX} more characters]`;
 
 const FLUSH_EVERY_MS = 50;
 const FLUSH_AT = 256;
-
-/**
- * Where journals live: a private folder in /dev/shm when there is one — memory, so an append is
- * cheap, and it outlives the process (kill -9), which is what the journal is for — then the
- * database's own folder. Both are searched on recovery.
- */
-function journalDirs(file: string): string[] {
-  const own = dirname(resolve(file));
-  const shm = join('/dev/shm', `toolgate-${process.getuid?.() ?? 'user'}`);
-  try {
-    mkdirSync(shm, { recursive: true, mode: 0o700 });
-    accessSync(shm, constants.W_OK);
-    return [shm, own];
-  } catch {
-    return [own];
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 /**
  * The audit log: one SQLite row per decision, hash-chained, so `verify` finds an edited or
@@ -191,7 +183,7 @@ export class AuditLog {
   private thread?: ThreadWriter;
   private readonly journalDir: string;
   private readonly journalPrefix: string;
-  private journal: { path: string; fd: number } | null = null;
+  private journal: { path: string; fd: number; bytes: number } | null = null;
   private journalSeq = 0;
   private pending: PendingRow[] = [];
   private readonly nonce = randomUUID().slice(0, 8);
@@ -199,49 +191,32 @@ export class AuditLog {
   private seq = 0;
   private outcomes: Outcome[] = [];
   private timer: NodeJS.Timeout | undefined;
+  private readonly listeners = new Set<(e: LiveAuditEvent) => void>();
 
   constructor(private readonly file: string, private readonly opts: AuditLogOptions = {}) {
     this.db = openDatabase(file);
     this.inline = new ChainWriter(this.db);
-    this.journalPrefix = `${sha256(resolve(file)).slice(0, 16)}.journal-`;
+    this.journalPrefix = journalPrefix(file);
     const dirs = journalDirs(file);
     this.journalDir = dirs[0];
-    this.recoverJournals(dirs);
-  }
-
-  /** Replays the journals of processes that died with events not yet in the database. */
-  private recoverJournals(dirs: string[]): void {
-    for (const dir of dirs) for (const name of readdirSync(dir)) {
-      const m = /^[0-9a-f]{16}\.journal-(\d+)-/.exec(name) ?? /\.journal-(\d+)-/.exec(name);
-      if (!m || alive(Number(m[1]))) continue;
-      const path = join(dir, name);
-      if (!name.startsWith(this.journalPrefix)) {
-        // Another log's journal: only an empty one, left by a process that died, is cleared away.
-        try { if (statSync(path).size === 0) unlinkSync(path); } catch { /* raced with its owner */ }
-        continue;
-      }
-      const entries: JournalEntry[] = [];
-      for (const line of readFileSync(path, 'utf8').split('\n')) {
-        try { if (line) entries.push(JSON.parse(line) as JournalEntry); } catch { /* a write cut short by the crash */ }
-      }
-      this.inline.write({ entries, args: [], storeArgValues: [], outcomes: [], journal: path });
-    }
+    // The journals of processes that died: this log's are replayed here, others' into their own database.
+    collectJournals(dirs, { prefix: this.journalPrefix, writer: this.inline });
   }
 
   append(e: AuditEvent): AuditRef {
     const eventId = this.idPrefix + (this.seq++).toString(36);
+    const keys = e.args ? JSON.stringify(Object.keys(e.args)) : null;
     const entry: JournalEntry = [
-      eventId, new Date().toISOString(), this.instance, e.kind, e.server ?? null, e.grant ?? null, e.session ?? null,
-      e.client ?? null, e.tool ?? null, e.decision ?? null, e.rule ?? null, e.message ?? null,
-      e.args ? JSON.stringify(Object.keys(e.args)) : null, e.policyHash ?? null,
+      eventId, new Date().toISOString(), this.instance, e.kind, cut(e.server), cut(e.grant), cut(e.session),
+      cut(e.client), cut(e.tool), e.decision ?? null, cut(e.rule), cut(e.message),
+      keys !== null && keys.length > FIELD_MAX ? cut(keys) : keys, e.policyHash ?? null,
     ];
-    // Each batch has its own journal file, removed once the batch is stored.
-    this.journal ??= this.openJournal();
     // The journal line is what survives kill -9: the call, its tool, decision and argument keys.
     // Hashing the arguments waits for the batch, off the path of the call.
-    writeSync(this.journal.fd, JSON.stringify(entry) + '\n');
-    this.pending.push({ entry, args: e.args, storeArgValues: e.storeArgValues });
-    this.schedule();
+    this.journalWrite(JSON.stringify(entry) + '\n');
+    this.pending.push({ entry, args: e.args, storeArgValues: e.storeArgValues, awaitsOutcome: e.awaitsOutcome });
+    this.scheduleOrRotate();
+    if (this.listeners.size > 0) this.tell(entry, e);
     this.opts.onEvent?.({
       event_id: eventId, ts: entry[1], instance: this.instance, kind: e.kind, server: entry[4], grant_label: entry[5], session: entry[6],
       client: entry[7], tool: entry[8], decision: entry[9], rule: entry[10], message: entry[11], arg_keys: entry[12],
@@ -249,32 +224,74 @@ export class AuditLog {
     return { eventId };
   }
 
-  /** Records the upstream outcome of a forwarded call: result, is_error, error, cancelled, unreachable. */
+  /** Hears every event this process appends from now on; returns the way to stop. */
+  subscribe(listener: (e: LiveAuditEvent) => void): () => void {
+    this.listeners.add(listener);
+    return () => { this.listeners.delete(listener); };
+  }
+
+  private tell(entry: JournalEntry, e: AuditEvent): void {
+    const live: LiveAuditEvent = {
+      ts: entry[1]!, instance: this.instance, kind: e.kind, server: e.server ?? null, grant_label: e.grant ?? null, session: e.session ?? null,
+      client: e.client ?? null, tool: e.tool ?? null, decision: e.decision ?? null, rule: e.rule ?? null, message: e.message ?? null, arg_keys: entry[12],
+    };
+    for (const listener of this.listeners) {
+      try { listener(live); } catch { /* a listener's failure is its own */ }
+    }
+  }
+
+  /**
+   * Records the upstream outcome of a forwarded call (result, is_error, error, cancelled,
+   * unanswered, unreachable, timeout). Journalled at once: call it before the answer goes to the
+   * client, and a kill -9 after that keeps it.
+   */
   finish(ref: AuditRef, outcome: string, latencyMs: number | null): void {
-    const latency = latencyMs === null ? null : Math.round(latencyMs * 1000) / 1000;
-    this.outcomes.push({ eventId: ref.eventId, outcome, latency });
-    this.schedule();
-    this.opts.onEvent?.({ event_id: ref.eventId, ts: new Date().toISOString(), instance: this.instance, kind: 'outcome', outcome, latency_ms: latency });
+    const o: Outcome = { eventId: ref.eventId, outcome, latency: latencyMs === null ? null : Math.round(latencyMs * 1000) / 1000 };
+    this.journalWrite(outcomeLine(o));
+    this.outcomes.push(o);
+    this.scheduleOrRotate();
+    this.opts.onEvent?.({ event_id: ref.eventId, ts: new Date().toISOString(), instance: this.instance, kind: 'outcome', outcome, latency_ms: o.latency });
+  }
+
+  /** Each batch has its own journal file, removed once the batch is stored. */
+  private journalWrite(line: string): void {
+    this.journal ??= this.openJournal();
+    this.journal.bytes += writeSync(this.journal.fd, line);
+  }
+
+  /** A full journal's batch is stored at once (so a journal stays small); else on the timer. */
+  private scheduleOrRotate(): void {
+    if (this.journal && this.journal.bytes >= JOURNAL_MAX_BYTES) this.sendReporting();
+    else this.schedule();
+  }
+
+  /** How many outcomes the writer on this thread waits for (a test hook: it must stay bounded). */
+  get awaitingOutcomes(): number {
+    return this.inline.awaitingOutcomes;
   }
 
   private schedule(): void {
     if (this.timer) return;
     const soon = this.pending.length + this.outcomes.length >= FLUSH_AT;
-    this.timer = setTimeout(() => {
-      try {
-        this.send();
-      } catch (err) {
-        // The batch's journal stays on disk, to be replayed; the process carries on.
-        if (!this.opts.onError) throw err;
-        this.opts.onError(`audit batch not written: ${(err as Error).message}`);
-      }
-    }, soon ? 0 : FLUSH_EVERY_MS);
+    this.timer = setTimeout(() => this.sendReporting(), soon ? 0 : FLUSH_EVERY_MS);
     this.timer.unref();
   }
 
-  private openJournal(): { path: string; fd: number } {
+  private sendReporting(): void {
+    try {
+      this.send();
+    } catch (err) {
+      // The batch's journal stays on disk, to be replayed; the process carries on.
+      if (!this.opts.onError) throw err;
+      this.opts.onError(`audit batch not written: ${(err as Error).message}`);
+    }
+  }
+
+  /** A new journal starts with the name of its database, so any toolgate can replay it there. */
+  private openJournal(): { path: string; fd: number; bytes: number } {
     const path = join(this.journalDir, `${this.journalPrefix}${process.pid}-${this.nonce}-${this.journalSeq++}`);
-    return { path, fd: openSync(path, 'a', 0o600) };
+    const fd = openSync(path, 'a', 0o600);
+    return { path, fd, bytes: writeSync(fd, journalHeader(this.file)) };
   }
 
   /** Hands pending rows and outcomes to the writer (a worker thread with `background`). */
@@ -286,6 +303,7 @@ export class AuditLog {
       entries: this.pending.map((p) => p.entry),
       args: this.pending.map((p) => p.args),
       storeArgValues: this.pending.map((p) => p.storeArgValues === true),
+      awaiting: this.pending.map((p) => p.awaitsOutcome === true),
       outcomes: this.outcomes,
     };
     if (this.journal) {
@@ -327,17 +345,59 @@ export class AuditLog {
   summary(now = Date.now()): AuditSummary {
     this.flush();
     const iso = (ms: number) => new Date(now - ms).toISOString();
-    const instances = this.db.prepare<[string], { instance: string; servers: string; last: string; calls: number }>(
-      "SELECT instance, group_concat(DISTINCT server) AS servers, max(ts) AS last, sum(kind = 'call') AS calls FROM audit WHERE ts >= ? GROUP BY instance ORDER BY last DESC").all(iso(15 * 60_000));
+    const recent = new Map(this.db.prepare<[string], { instance: string; servers: string; last: string; calls: number }>(
+      "SELECT instance, group_concat(DISTINCT server) AS servers, max(ts) AS last, sum(kind = 'call') AS calls FROM audit WHERE ts >= ? GROUP BY instance").all(iso(15 * 60_000)).map((r) => [r.instance, r]));
+    const lifecycle = this.db.prepare<[], { instance: string; started: string; stopped: string | null }>(
+      "SELECT instance, max(CASE WHEN kind = 'start' THEN ts END) AS started, max(CASE WHEN kind = 'stop' THEN ts END) AS stopped FROM audit WHERE kind IN ('start', 'stop') GROUP BY instance").all();
+    const host = hostname();
+    const instances: AuditSummary['instances'] = [];
+    const stopped: AuditSummary['stopped'] = [];
+    for (const l of lifecycle) {
+      if (l.started === null) continue;
+      const [on, pid] = [l.instance.slice(0, l.instance.lastIndexOf(':')), Number(l.instance.slice(l.instance.lastIndexOf(':') + 1))];
+      const ended = (l.stopped !== null && l.stopped >= l.started) || (on === host && !alive(pid));
+      const r = recent.get(l.instance);
+      if (!ended) instances.push({ instance: l.instance, started: l.started, servers: (r?.servers ?? '').split(',').filter(Boolean), lastSeen: r?.last ?? null, calls: r?.calls ?? 0 });
+      else if (r) stopped.push({ instance: l.instance, started: l.started, stopped: l.stopped !== null && l.stopped >= l.started ? l.stopped : null });
+    }
+    instances.sort((a, b) => ((b.lastSeen ?? b.started) > (a.lastSeen ?? a.started) ? 1 : -1));
     const perMinute = this.db.prepare<[string], { server: string | null; calls: number; denied: number }>(
       "SELECT server, count(*) AS calls, sum(decision = 'deny') AS denied FROM audit WHERE kind = 'call' AND ts >= ? GROUP BY server ORDER BY calls DESC").all(iso(60_000));
     const topDenials = this.db.prepare<[string], { server: string | null; tool: string | null; rule: string | null; count: number }>(
       "SELECT server, tool, rule, count(*) AS count FROM audit WHERE kind = 'call' AND decision = 'deny' AND ts >= ? GROUP BY server, tool, rule ORDER BY count DESC LIMIT 10").all(iso(3_600_000));
     return {
-      instances: instances.map((r) => ({ instance: r.instance, servers: (r.servers ?? '').split(',').filter(Boolean), lastSeen: r.last, calls: r.calls })),
+      instances,
+      stopped,
       callsLastMinute: perMinute,
       topDenialsLastHour: topDenials,
     };
+  }
+
+  /** Calls, denials and held calls per bucket since `sinceMs` ago, oldest first (empty buckets included). */
+  traffic(sinceMs: number, bucketMs: number, server?: string, now = Date.now()): TrafficBucket[] {
+    this.flush();
+    const start = Math.floor((now - sinceMs) / bucketMs) * bucketMs;
+    const rows = this.db.prepare<unknown[], { ts: string; kind: string; decision: string | null }>(
+      `SELECT ts, kind, decision FROM audit WHERE kind IN ('call', 'approval') AND ts >= ?${server === undefined ? '' : ' AND server = ?'}`,
+    ).all(...[new Date(start).toISOString(), ...(server === undefined ? [] : [server])]);
+    const buckets: TrafficBucket[] = [];
+    for (let t = start; t <= now; t += bucketMs) buckets.push({ t: new Date(t).toISOString(), calls: 0, denied: 0, held: 0 });
+    for (const row of rows) {
+      const b = buckets[Math.floor((Date.parse(row.ts) - start) / bucketMs)];
+      if (!b) continue;
+      // A held call is one approval_requested row; its call row comes when it is decided.
+      if (row.kind === 'approval') { if (row.decision === 'approval_requested') b.held++; continue; }
+      b.calls++;
+      if (row.decision === 'deny') b.denied++;
+    }
+    return buckets;
+  }
+
+  /** Every server named in the last 30 days. */
+  servers(now = Date.now()): string[] {
+    this.flush();
+    return this.db.prepare<[string], { server: string }>('SELECT DISTINCT server FROM audit WHERE ts >= ? AND server IS NOT NULL ORDER BY server')
+      .all(new Date(now - 30 * 86_400_000).toISOString()).map((r) => r.server);
   }
 
   verify(): VerifyResult {

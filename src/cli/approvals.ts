@@ -3,7 +3,9 @@ import type { Command } from 'commander';
 import { ApprovalError, Approvals, approvalView, formatDuration } from '../approvals/index.js';
 import { createLogger } from '../log.js';
 import type { Approval } from '../state/index.js';
-import { CliError, printJson, stateOptions as common, stores, type ConfigStateFlags } from './common.js';
+import { CliError, printJson, stateOptions, stores, type ConfigStateFlags } from './common.js';
+
+const common = (cmd: Command) => stateOptions(cmd).option('--json', 'print JSON only');
 
 interface ApprovalFlags extends ConfigStateFlags { json?: boolean; all?: boolean; watch?: boolean; reason?: string }
 

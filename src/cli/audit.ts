@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import type { AuditQuery, AuditRow } from '../audit/index.js';
-import { CliError, openAudit, openStateOrFail, parseSince, printJson, type StateFlags } from './common.js';
+import { CliError, openAudit, openStateOrFail, parseSince, printJson, stateDsn, stateOptions, type StateFlags } from './common.js';
 
 /** The filters of AuditQuery as flags, plus how much and in what form. */
 interface AuditFlags extends StateFlags, Pick<AuditQuery, 'decision' | 'tool' | 'server' | 'grant' | 'session' | 'client' | 'instance'> {
@@ -30,8 +30,8 @@ function interrupted(): Promise<void> {
 /** `audit --follow`: new rows as JSON lines, from the fleet's Redis stream or by polling this machine's audit file. */
 async function follow(flags: AuditFlags, query: AuditQuery): Promise<void> {
   const out = (row: object) => process.stdout.write(JSON.stringify(row) + '\n');
-  const dsn = flags.state ?? process.env.TOOLGATE_STATE;
-  if (dsn?.startsWith('redis://') || dsn?.startsWith('rediss://')) {
+  const dsn = stateDsn(flags);
+  if (dsn.startsWith('redis://') || dsn.startsWith('rediss://')) {
     const state = openStateOrFail(dsn);
     // Outcomes carry no server or tool, so filters pass them (their event_id names the call).
     const stop = state.fleet!.follow((e) => {
@@ -57,8 +57,8 @@ async function follow(flags: AuditFlags, query: AuditQuery): Promise<void> {
 }
 
 export function registerAudit(program: Command): void {
-  const audit = program
-    .command('audit')
+  const audit = stateOptions(program
+    .command('audit'))
     .description('query the audit log')
     .option('--since <duration>', 'only rows newer than this, e.g. 15m, 1h, 7d')
     .option('--decision <d>', 'allow, deny, shadow_deny, approval_requested, approved, rejected, timeout, unused, error')
@@ -69,10 +69,8 @@ export function registerAudit(program: Command): void {
     .option('--client <name>')
     .option('--instance <host:pid>', 'rows written by one toolgate process')
     .option('--limit <n>', 'at most this many rows (newest)', '1000')
-    .option('--audit <file>', 'audit log file (default: TOOLGATE_HOME/audit.db)')
     .option('--json', 'print JSON only')
     .option('--follow', 'keep printing new rows as JSON lines until interrupted (with a redis:// --state: the whole fleet\'s events)')
-    .option('--state <dsn>', 'state store; a redis:// one makes --follow read the fleet\'s shared audit stream')
     .action(async (flags: AuditFlags) => {
       const limit = Number(flags.limit);
       if (!Number.isInteger(limit) || limit <= 0) throw new CliError('--limit must be a positive whole number');
@@ -89,10 +87,9 @@ export function registerAudit(program: Command): void {
       else for (const r of rows) process.stdout.write(line(r) + '\n');
     });
 
-  audit
+  stateOptions(audit
     .command('verify')
-    .description('check the hash chain: exit 1 if a row was edited or deleted')
-    .option('--audit <file>', 'audit log file (default: TOOLGATE_HOME/audit.db)')
+    .description('check the hash chain: exit 1 if a row was edited or deleted'))
     .option('--json', 'print JSON only')
     .action((flags: StateFlags & { json?: boolean }, cmd: Command) => {
       const log = openAudit({ ...cmd.parent?.opts(), ...flags });

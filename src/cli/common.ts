@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
 import { join, resolve } from 'node:path';
 import { AuditLog } from '../audit/index.js';
-import { loadGatewayConfig } from '../gateway/config.js';
+import { loadGatewayConfig, type ConfigResult } from '../gateway/config.js';
 import { formatIssue } from '../policy/index.js';
 import { defaultStateDsn, openState, StateError, toolgateHome, type StateStore } from '../state/index.js';
 
@@ -14,16 +14,44 @@ export class CliError extends Error {
 }
 
 export interface StateFlags {
+  /** A gateway configuration whose state and audit log to use. */
+  config?: string;
   state?: string;
   audit?: string;
 }
 
+/**
+ * `-c FILE`, `--state DSN`, `--audit FILE`: every command that works on state takes the same
+ * three. An explicit --state or --audit wins over the configuration's.
+ */
+export function stateOptions(cmd: Command): Command {
+  return cmd
+    .option('-c, --config <file>', "a gateway configuration (toolgate.yaml) whose state and audit log to use")
+    .option('--state <dsn>', 'state store: sqlite:PATH, redis://HOST:PORT or memory: (default: sqlite under TOOLGATE_HOME)')
+    .option('--audit <file>', 'audit log SQLite file (default: TOOLGATE_HOME/audit.db)');
+}
+
+const configs = new Map<string, ConfigResult & { ok: true }>();
+
+/** The configuration -c names, loaded as state commands need it (no admin token); one line if invalid. */
+export function stateConfig(flags: StateFlags): (ConfigResult & { ok: true }) | undefined {
+  if (!flags.config) return undefined;
+  const file = resolve(flags.config);
+  let loaded = configs.get(file);
+  if (!loaded) {
+    const result = loadGatewayConfig(flags.config, { forState: true });
+    if (!result.ok) throw new CliError(`invalid configuration ${formatIssue(flags.config, result.issues[0])}`);
+    configs.set(file, (loaded = result));
+  }
+  return loaded;
+}
+
 export function stateDsn(flags: StateFlags): string {
-  return flags.state ?? process.env.TOOLGATE_STATE ?? defaultStateDsn();
+  return flags.state ?? stateConfig(flags)?.value.state ?? process.env.TOOLGATE_STATE ?? defaultStateDsn();
 }
 
 export function auditFile(flags: StateFlags): string {
-  return resolve(flags.audit ?? process.env.TOOLGATE_AUDIT ?? join(toolgateHome(), 'audit.db'));
+  return resolve(flags.audit ?? stateConfig(flags)?.value.audit ?? process.env.TOOLGATE_AUDIT ?? join(toolgateHome(), 'audit.db'));
 }
 
 /** Opens a state store; a DSN it cannot open is a one-line usage error. */
@@ -39,7 +67,7 @@ export function openStateOrFail(dsn: string): StateStore {
 /** The audit log for reading; it must exist already. */
 export function openAudit(flags: StateFlags): AuditLog {
   const file = auditFile(flags);
-  if (!existsSync(file)) throw new CliError(`no audit log at ${file}: run toolgate first, or point --audit at the file`);
+  if (!existsSync(file)) throw new CliError(`no audit log at ${file}: run toolgate first, or point -c or --audit at the gateway's`);
   return new AuditLog(file);
 }
 
@@ -54,26 +82,10 @@ export function parseSince(text: string): number {
   return Number(m[1]) * { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] as 's']!;
 }
 
-export interface ConfigStateFlags extends StateFlags {
-  config?: string;
-}
+/** What approvals commands take: the same as every state command. */
+export type ConfigStateFlags = StateFlags;
 
-/** The state store and audit log a command works on: the config's (-c), --state/--audit, or TOOLGATE_HOME's. */
-export function stores(flags: ConfigStateFlags): { state: StateStore; audit: AuditLog } {
-  let dsn = flags.state;
-  let audit = flags.audit;
-  if (flags.config) {
-    const loaded = loadGatewayConfig(flags.config);
-    if (!loaded.ok) throw new CliError(`invalid configuration ${formatIssue(flags.config, loaded.issues[0])}`);
-    dsn ??= loaded.value.state;
-    audit ??= loaded.value.audit;
-  }
-  return { state: openStateOrFail(stateDsn({ state: dsn })), audit: new AuditLog(auditFile({ audit })) };
+/** The state store and audit log a command works on: --state/--audit, the config's (-c), or TOOLGATE_HOME's. */
+export function stores(flags: StateFlags): { state: StateStore; audit: AuditLog } {
+  return { state: openStateOrFail(stateDsn(flags)), audit: new AuditLog(auditFile(flags)) };
 }
-
-/** The options of every command that works on the gateway's state: -c FILE, --state, --audit, --json. */
-export const stateOptions = (cmd: Command): Command => cmd
-  .option('-c, --config <file>', 'toolgate.yaml whose state to use')
-  .option('--state <dsn>', 'state store (default: sqlite under TOOLGATE_HOME)')
-  .option('--audit <file>', 'audit log file')
-  .option('--json', 'print JSON only');

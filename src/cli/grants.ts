@@ -1,9 +1,9 @@
 import type { Command } from 'commander';
 import type { AuditLog } from '../audit/index.js';
 import { Grants } from '../gateway/grants.js';
-import { CliError, parseSince, printJson, stateOptions as common, stores, type ConfigStateFlags } from './common.js';
+import { CliError, parseSince, printJson, stateOptions, stores, type StateFlags } from './common.js';
 
-interface GrantFlags extends ConfigStateFlags { json?: boolean }
+interface GrantFlags extends StateFlags { json?: boolean }
 
 async function withGrants<T>(flags: GrantFlags, fn: (g: Grants, audit: AuditLog) => Promise<T>): Promise<T> {
   const { state, audit } = stores(flags);
@@ -17,6 +17,8 @@ async function withGrants<T>(flags: GrantFlags, fn: (g: Grants, audit: AuditLog)
     await state.close();
   }
 }
+
+const common = (cmd: Command) => stateOptions(cmd).option('--json', 'print JSON only');
 
 export function registerGrants(program: Command): void {
   const grants = program.command('grants').description('credentials for the gateway: create, list, rotate, revoke');

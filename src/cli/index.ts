@@ -1,4 +1,6 @@
+import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
+import { collectJournals, sharedJournalDir } from '../audit/journal.js';
 import { registerApprovals } from './approvals.js';
 import { registerAudit } from './audit.js';
 import { CliError } from './common.js';
@@ -10,10 +12,16 @@ import { registerRun } from './run.js';
 import { registerServe } from './serve.js';
 import { registerStatus } from './status.js';
 
+/** The version in package.json, which `npm install -g` and `npm pack` publish. */
+function packageVersion(): string {
+  const meta = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+  return meta.version;
+}
+
 export function buildProgram(): Command {
   const program = new Command('toolgate')
     .description('A policy gateway for MCP: every tools/call is checked against a policy before it reaches the server.')
-    .version('0.1.0')
+    .version(packageVersion())
     .enablePositionalOptions()
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
@@ -31,22 +39,43 @@ export function buildProgram(): Command {
   return program;
 }
 
+/** Every toolgate that starts collects the audit journals that processes which died left in /dev/shm. */
+function collectDeadJournals(): void {
+  const shm = sharedJournalDir();
+  try {
+    if (shm) collectJournals([shm]);
+  } catch (err) {
+    process.stderr.write(`toolgate: could not collect old audit journals in ${shm}: ${(err as Error).message}\n`);
+  }
+}
+
 /** Parses and runs one command. Returns the exit code: 0 ok, 1 the checked thing failed, 2 usage or environment error. */
 export async function main(argv: string[]): Promise<number> {
+  collectDeadJournals();
   const program = buildProgram();
+  // With --json (before any `--`), an error is one JSON line too: {"error": "...", "code": N}.
+  const end = argv.indexOf('--');
+  const json = argv.slice(2, end < 0 ? undefined : end).includes('--json');
+  const fail = (message: string, code: number): number => {
+    process.stderr.write(json ? JSON.stringify({ error: message, code }) + '\n' : `toolgate: ${message}\n`);
+    return code;
+  };
+  if (json) {
+    const quiet = (cmd: Command): void => {
+      cmd.configureOutput({ outputError: () => {}, writeErr: () => {} });
+      cmd.commands.forEach(quiet);
+    };
+    quiet(program);
+  }
   try {
     await program.parseAsync(argv);
     return Number(process.exitCode ?? 0);
   } catch (err) {
     if (err instanceof CommanderError) {
       if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') return 0;
-      return 2;
+      return json ? fail(err.message.replace(/^error: /, ''), 2) : 2;
     }
-    if (err instanceof CliError) {
-      process.stderr.write(`toolgate: ${err.message}\n`);
-      return err.code;
-    }
-    process.stderr.write(`toolgate: unexpected error: ${(err as Error).message}\n`);
-    return 2;
+    if (err instanceof CliError) return fail(err.message, err.code);
+    return fail(`unexpected error: ${(err as Error).message}`, 2);
   }
 }

@@ -5,7 +5,7 @@ import { formatIssue, loadPolicyFile, policyJsonSchema, validatePolicyObject } f
 import { importInterceptPolicy } from '../policy/import-intercept.js';
 import { openMemoryState } from '../state/memory.js';
 import { classifyTools, fetchListing, recommendPolicy, SourceError, type ToolDefinition } from '../risk/index.js';
-import { CliError, printJson } from './common.js';
+import { CliError, printJson, stateOptions } from './common.js';
 import { readTools } from './risk.js';
 import { resolveSource, sourceOptions, type SourceFlags } from './source.js';
 
@@ -62,11 +62,11 @@ export function registerPolicy(program: Command): void {
       if (!check.ok) process.exitCode = 1;
     });
 
-  sourceOptions(policy
+  sourceOptions(stateOptions(policy
     .command('recommend')
     .description('the recommended policy for a server, as JSON: default deny, Read allowed, Write 30/min, Execute 10/min, Destructive and Financial need approval')
     .option('--tools <file>', 'classify these tools instead of connecting (a tools/list result, an array or JSON Lines)')
-    .option('--json', 'print JSON only (the default)'))
+    .option('--json', 'print JSON only (the default)')))
     .action(async (command: string[], flags: SourceFlags & { tools?: string }) => {
       let tools: ToolDefinition[];
       let server: { name?: string; instructions?: string };

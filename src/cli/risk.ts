@@ -7,7 +7,7 @@ import {
   toolMarkdown, toolSlug, type Listing, type Source, type ToolDefinition,
 } from '../risk/index.js';
 import type { StateStore } from '../state/index.js';
-import { CliError, openStateOrFail, printJson, stateDsn } from './common.js';
+import { CliError, openStateOrFail, printJson, stateDsn, stateOptions, type StateFlags } from './common.js';
 import { catalog, resolveSource, sourceOptions, type SourceFlags } from './source.js';
 
 /** Reads FILE or stdin as a tools/list result, an array of tools, or JSON Lines of tools. */
@@ -45,7 +45,7 @@ export function readTools(file: string | undefined): { tools: ToolDefinition[]; 
   return { tools: tools as ToolDefinition[], server };
 }
 
-async function withState<T>(flags: { state?: string }, fn: (state: StateStore) => Promise<T>): Promise<T> {
+async function withState<T>(flags: StateFlags, fn: (state: StateStore) => Promise<T>): Promise<T> {
   const state: StateStore = openStateOrFail(stateDsn(flags));
   try { return await fn(state); } finally { await state.close(); }
 }
@@ -54,8 +54,9 @@ async function listing(source: Source): Promise<Listing> {
   try { return await fetchListing(source); } catch (err) { if (err instanceof SourceError) throw new CliError(err.message); throw err; }
 }
 
-/** The name pins are stored under: the same name toolgate run uses for counters and audit. */
-export function pinName(source: Source, explicit?: string): string {
+/** The name pins are stored under: the gateway's name for a configured server, else the one toolgate run uses. */
+export function pinName(source: Source, flags: { name?: string; server?: string; config?: string }): string {
+  const explicit = flags.name ?? (flags.config ? flags.server : undefined);
   if (explicit) return explicit;
   return source.kind === 'url' ? deriveServerName({ url: source.url, headers: {} }) : deriveServerName({ command: source.command, args: source.args });
 }
@@ -72,21 +73,20 @@ export function registerRisk(program: Command): void {
       if (out) process.stdout.write(out + '\n');
     });
 
-  sourceOptions(program
+  sourceOptions(stateOptions(program
     .command('record')
     .description('the server record: identity, auth posture, capabilities, risk grade, every tool classified, the recommended policy')
     .option('--format <format>', 'json, md or html', 'json')
     .option('-o, --output <path>', 'json: a file; md and html: a folder for the server page and one page per tool')
-    .option('--name <server>', 'name the pins are kept under (default: as toolgate run names it)')
-    .option('--state <dsn>', 'state store with the pins (default: sqlite under TOOLGATE_HOME)')
+    .option('--name <server>', 'name the pins are kept under (default: the configured server\'s, or as toolgate run names it)')
     .option('--no-catalog', 'do not store the record in the local catalog')
-    .option('--json', 'same as --format json'))
-    .action(async (command: string[], flags: SourceFlags & { format: string; output?: string; name?: string; state?: string; catalog: boolean; json?: boolean }) => {
+    .option('--json', 'same as --format json')))
+    .action(async (command: string[], flags: SourceFlags & { format: string; output?: string; name?: string; catalog: boolean; json?: boolean }) => {
       const format = flags.json ? 'json' : flags.format;
       if (!['json', 'md', 'html'].includes(format)) throw new CliError('--format takes json, md or html');
       const source = resolveSource(command, flags);
       const list = await listing(source);
-      const record = await withState(flags, async (state) => buildRecord(list, await state.pins.get(pinName(source, flags.name))));
+      const record = await withState(flags, async (state) => buildRecord(list, await state.pins.get(pinName(source, flags))));
       if (flags.catalog) catalog().save(record);
       if (format === 'json') {
         if (flags.output) writeFileSync(flags.output, JSON.stringify(record, null, 2) + '\n');
@@ -108,9 +108,9 @@ export function registerRisk(program: Command): void {
       process.stderr.write(`wrote ${join(flags.output, `index.${ext}`)} and ${record.tools.length} tool pages (grade ${record.grade.letter})\n`);
     });
 
-  program
+  stateOptions(program
     .command('records')
-    .description('list the local catalog of server records, or search it by server or tool name')
+    .description('list the local catalog of server records (kept under TOOLGATE_HOME), or search it by server or tool name'))
     .argument('[search]', '"search" followed by text, or the text itself')
     .argument('[text]')
     .option('--json', 'print JSON only')
@@ -128,16 +128,15 @@ export function registerRisk(program: Command): void {
       }
     });
 
-  sourceOptions(program
+  sourceOptions(stateOptions(program
     .command('pin')
     .description("record each tool's fingerprint; later changes are warned about or blocked (pins.on_change)")
     .option('--accept', 'accept the current definitions, replacing pins that changed')
-    .option('--name <server>', 'name the pins are kept under (default: as toolgate run names it)')
-    .option('--state <dsn>', 'state store (default: sqlite under TOOLGATE_HOME)')
-    .option('--json', 'print JSON only'))
-    .action(async (command: string[], flags: SourceFlags & { accept?: boolean; name?: string; state?: string; json?: boolean }) => {
+    .option('--name <server>', 'name the pins are kept under (default: the configured server\'s, or as toolgate run names it)')
+    .option('--json', 'print JSON only')))
+    .action(async (command: string[], flags: SourceFlags & { accept?: boolean; name?: string; json?: boolean }) => {
       const source = resolveSource(command, flags);
-      const name = pinName(source, flags.name);
+      const name = pinName(source, flags);
       const list = await listing(source);
       const current = Object.fromEntries(list.tools.map((t) => [t.name, toolFingerprint(t)]));
       const result = await withState(flags, async (state) => {

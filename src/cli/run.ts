@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { durationMs } from '../engine/index.js';
 import { createLogger } from '../log.js';
 import { runProxy, RunError, type UpstreamSpec } from '../proxy/run.js';
 import { StateError } from '../state/index.js';
@@ -16,6 +17,15 @@ interface RunFlags {
   upstream?: string;
   header: string[];
   name?: string;
+  json?: boolean;
+  callTimeout: string;
+}
+
+function positiveDuration(text: string, flag: string): number {
+  let ms = NaN;
+  try { ms = durationMs(text); } catch { /* reported below */ }
+  if (!(ms > 0)) throw new CliError(`${flag} takes a positive duration such as 500ms, 30s, 5m or 1h (got "${text}")`);
+  return ms;
 }
 
 function parseHeader(text: string, all: string[]): string[] {
@@ -36,7 +46,8 @@ export function registerRun(program: Command): void {
     .option('--upstream <url>', 'a Streamable HTTP (or SSE) MCP server instead of a command')
     .option('--header <header>', "header for the upstream, 'Name: value' (repeatable)", parseHeader, [])
     .option('--name <server>', 'server name used in counters, conditions and the audit log')
-    .option('--json', 'accepted for uniformity; logs are always JSON lines on stderr')
+    .option('--json', "JSON only: the server's own stderr lines become log entries too (logs are JSON lines on stderr)")
+    .option('--call-timeout <duration>', 'how long a tools/call may wait for its answer before it is cancelled (progress restarts the wait), e.g. 30s, 5m', '5m')
     .argument('[command...]', 'the MCP server command and its arguments, after --')
     .passThroughOptions()
     .action(async (command: string[], flags: RunFlags) => {
@@ -48,6 +59,7 @@ export function registerRun(program: Command): void {
         if (command.length === 0) throw new CliError('nothing to run: give the server command after --, e.g. toolgate run -p policy.json -- npx -y @modelcontextprotocol/server-everything');
         upstream = { command: command[0], args: command.slice(1) };
       }
+      const callTimeoutMs = positiveDuration(flags.callTimeout, '--call-timeout');
       try {
         const code = await runProxy({
           policyFile: flags.policy,
@@ -59,6 +71,8 @@ export function registerRun(program: Command): void {
           shadow: flags.shadow,
           failOpen: flags.failOpen,
           serverName: flags.name,
+          logStderr: flags.json,
+          callTimeoutMs,
           log: createLogger(),
         });
         await new Promise<void>((r) => process.stdout.write('', () => r()));

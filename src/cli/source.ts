@@ -3,9 +3,9 @@ import { Catalog } from '../risk/catalog.js';
 import type { Source } from '../risk/source.js';
 import { join } from 'node:path';
 import { toolgateHome } from '../state/index.js';
-import { CliError } from './common.js';
+import { CliError, stateConfig, type StateFlags } from './common.js';
 
-export interface SourceFlags {
+export interface SourceFlags extends StateFlags {
   upstream?: string;
   header: string[];
   server?: string;
@@ -20,7 +20,7 @@ export function sourceOptions(cmd: Command): Command {
   return cmd
     .option('--upstream <url>', 'a Streamable HTTP (or SSE) MCP server')
     .option('--header <header>', "header for the upstream, 'Name: value' (repeatable)", (v: string, all: string[]) => [...all, v], [])
-    .option('--server <name>', 'a server already in the catalog (toolgate records), fetched again from where it came from')
+    .option('--server <name>', 'a server of the gateway configuration (-c), else one already in the catalog (toolgate records), fetched again from where it came from')
     .argument('[command...]', 'the server command and its arguments, after --')
     .passThroughOptions();
 }
@@ -42,11 +42,25 @@ export function parseUrl(text: string): string {
   return url.toString();
 }
 
+/** A server of the gateway configuration -c names, started or reached as the gateway would. */
+function configuredSource(name: string, flags: SourceFlags): Source {
+  const config = stateConfig(flags)!;
+  if (!Object.hasOwn(config.value.servers, name)) {
+    throw new CliError(`no server named "${name}" in ${flags.config} (servers: ${Object.keys(config.value.servers).join(', ') || 'none'})`);
+  }
+  const missing = (config.unresolved ?? []).find((u) => u.pointer.startsWith(`/servers/${name.replace(/~/g, '~0').replace(/\//g, '~1')}/`));
+  if (missing) throw new CliError(`server "${name}" in ${flags.config} needs ${missing.pointer}: ${missing.message}`);
+  const s = config.value.servers[name];
+  if ('url' in s) return { kind: 'url', url: s.url, headers: { ...s.headers, ...parseHeaders(flags.header) } };
+  return { kind: 'command', command: s.command, args: s.args, env: { ...process.env, ...s.env }, cwd: s.cwd };
+}
+
 export function resolveSource(command: string[], flags: SourceFlags, what = 'a server'): Source {
   const given = [command.length > 0, !!flags.upstream, !!flags.server].filter(Boolean).length;
   if (given === 0) throw new CliError(`name ${what}: -- COMMAND ARGS…, --upstream URL or --server NAME`);
   if (given > 1) throw new CliError('give only one of -- COMMAND, --upstream URL and --server NAME');
   if (flags.upstream) return { kind: 'url', url: parseUrl(flags.upstream), headers: parseHeaders(flags.header) };
+  if (flags.server && flags.config) return configuredSource(flags.server, flags);
   if (flags.server) {
     const record = catalog().find(flags.server);
     if (!record) throw new CliError(`no server named "${flags.server}" in the catalog: record it first with toolgate record -- COMMAND or --upstream URL`);

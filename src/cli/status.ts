@@ -1,15 +1,42 @@
+import { resolve } from 'node:path';
 import type { Command } from 'commander';
-import { replay } from '../audit/index.js';
+import { replay, type AuditLog, type AuditRow } from '../audit/index.js';
 import { formatIssue, loadPolicyFile } from '../policy/index.js';
+import type { Policy } from '../policy/schema.js';
 import { openState, StateError, type FleetInstance } from '../state/index.js';
-import { CliError, openAudit, parseSince, printJson, stateDsn, type StateFlags } from './common.js';
+import { CliError, openAudit, parseSince, printJson, stateConfig, stateDsn, stateOptions, type StateFlags } from './common.js';
+
+interface ReplayFlags extends StateFlags { policy: string; since: string; server?: string; json?: boolean }
+
+/**
+ * The servers whose history a policy is replayed against, and why: --server; else the servers
+ * the policy file is configured for (-c) or was loaded for (the audit log's start and reload
+ * rows); else those whose policy had this very hash; else those whose called tools the policy
+ * names; else the only server there is. Several servers' history under one server's policy is
+ * never a silent default.
+ */
+function replayServers(flags: ReplayFlags, policy: Policy, hash: string, log: AuditLog, calls: readonly AuditRow[]): { servers: string[]; basis: string } {
+  if (flags.server) return { servers: [flags.server], basis: 'given with --server' };
+  const file = resolve(flags.policy);
+  const configured = Object.entries(stateConfig(flags)?.value.servers ?? {}).filter(([, s]) => s.policy === file).map(([n]) => n);
+  if (configured.length) return { servers: configured, basis: `their policy in ${flags.config}` };
+  const loads = [...log.query({ kind: 'start', limit: 100_000 }), ...log.query({ kind: 'policy_reload', limit: 100_000 })];
+  const loadedFor = new Set(loads.filter((r) => r.server && r.message !== null && (r.message === file || r.message.endsWith(`policy ${file})`))).map((r) => r.server!));
+  if (loadedFor.size) return { servers: [...loadedFor].sort(), basis: `toolgate ran them with ${flags.policy}` };
+  const same = new Set(calls.filter((r) => r.server && r.policy_hash === hash).map((r) => r.server!));
+  if (same.size) return { servers: [...same].sort(), basis: 'their calls were decided under this same policy' };
+  const named = new Set(Object.keys(policy.tools));
+  const byTools = new Set(calls.filter((r) => r.server && r.tool && named.has(r.tool)).map((r) => r.server!));
+  if (byTools.size) return { servers: [...byTools].sort(), basis: 'the policy has entries for tools they were called with' };
+  const all = [...new Set(calls.map((r) => r.server).filter((s): s is string => !!s))].sort();
+  if (all.length <= 1) return { servers: all, basis: all.length ? 'the only server in the audit log' : 'no calls in the audit log' };
+  throw new CliError(`cannot tell which server ${flags.policy} is for: pass --server NAME (servers in the audit log: ${all.join(', ')})`);
+}
 
 export function registerStatus(program: Command): void {
-  program
+  stateOptions(program
     .command('status')
-    .description('running toolgate instances, calls per minute, top denials, the kill switch')
-    .option('--state <dsn>', 'state store (default: sqlite under TOOLGATE_HOME)')
-    .option('--audit <file>', 'audit log file (default: TOOLGATE_HOME/audit.db)')
+    .description('running toolgate instances, calls per minute, top denials, the kill switch'))
     .option('--json', 'print JSON only')
     .action(async (flags: StateFlags & { json?: boolean }) => {
       const log = openAudit(flags);
@@ -37,8 +64,10 @@ export function registerStatus(program: Command): void {
         for (const i of fleet) out.push(`  ${i.instance}  ${i.listen}  ${i.servers.join(', ') || '-'}  ${i.sessions} sessions, up since ${i.startedAt}, last seen ${i.lastSeen}`);
       }
       if (stateProblem) out.push(`state store: ${stateProblem}`);
-      out.push(summary.instances.length ? 'instances (last 15 min):' : 'no toolgate instance wrote to the audit log in the last 15 minutes');
-      for (const i of summary.instances) out.push(`  ${i.instance}  ${i.servers.join(', ') || '-'}  ${i.calls} calls, last seen ${i.lastSeen}`);
+      out.push(summary.instances.length ? 'instances (running toolgate run and serve processes):' : 'no toolgate run or serve is running');
+      for (const i of summary.instances) out.push(`  ${i.instance}  started ${i.started}  ${i.servers.join(', ') || '-'}  ${i.calls} calls in 15 min${i.lastSeen ? `, last seen ${i.lastSeen}` : ''}`);
+      if (summary.stopped.length) out.push('stopped in the last 15 min:');
+      for (const i of summary.stopped) out.push(`  ${i.instance}  ${i.stopped ? `stopped ${i.stopped}` : 'died without stopping'}`);
       out.push('calls in the last minute:');
       if (summary.callsLastMinute.length === 0) out.push('  none');
       for (const c of summary.callsLastMinute) out.push(`  ${c.server ?? '-'}: ${c.calls} (${c.denied} denied)`);
@@ -49,26 +78,34 @@ export function registerStatus(program: Command): void {
       process.stdout.write(out.join('\n') + '\n');
     });
 
-  program
+  stateOptions(program
     .command('replay')
-    .description('past calls a new policy would decide differently')
+    .description('past calls a new policy would decide differently (by default, for the servers the policy is for)')
     .requiredOption('--policy <file>', 'the new policy')
     .option('--since <duration>', 'how far back, e.g. 24h or 7d', '7d')
-    .option('--server <name>', 'only calls to this server')
-    .option('--audit <file>', 'audit log file (default: TOOLGATE_HOME/audit.db)')
+    .option('--server <name>', 'only calls to this server'))
     .option('--json', 'print JSON only')
-    .action(async (flags: StateFlags & { policy: string; since: string; server?: string; json?: boolean }) => {
+    .action(async (flags: ReplayFlags) => {
       const loaded = loadPolicyFile(flags.policy);
       if (!loaded.ok) throw new CliError(`invalid policy ${formatIssue(flags.policy, loaded.issues[0])}`, 1);
       const log = openAudit(flags);
-      const rows = log.query({ kind: 'call', sinceMs: parseSince(flags.since), server: flags.server, limit: 1_000_000 });
-      log.close();
+      let rows: AuditRow[];
+      let chosen: { servers: string[]; basis: string };
+      try {
+        const calls = log.query({ kind: 'call', sinceMs: parseSince(flags.since), server: flags.server, limit: 1_000_000 });
+        chosen = replayServers(flags, loaded.policy, loaded.hash, log, calls);
+        const servers = new Set(chosen.servers);
+        rows = calls.filter((r) => r.server !== null && servers.has(r.server));
+      } finally {
+        log.close();
+      }
       const changes = await replay(rows, loaded.policy, loaded.hash);
-      if (flags.json) return printJson({ examined: rows.length, changed: changes });
+      if (flags.json) return printJson({ servers: chosen.servers, basis: chosen.basis, examined: rows.length, changed: changes });
+      process.stdout.write(`replaying calls to ${chosen.servers.join(', ') || 'no server'} (${chosen.basis}; choose with --server)\n`);
       process.stdout.write(`${rows.length} past calls examined, ${changes.length} decided differently under ${flags.policy}\n`);
       for (const c of changes) {
         process.stdout.write(`${c.ts} ${c.server ?? '-'} ${c.grant ?? '-'} ${c.tool}: ${c.before.decision} (${c.before.rule}) → ${c.after.decision} (${c.after.rule})${c.argsKnown ? '' : ' [argument values were not recorded]'}\n`);
       }
-      if (changes.some((c) => !c.argsKnown)) process.stdout.write('Rows without argument values were decided as if the arguments were empty; run toolgate with --audit-args to record them (secrets masked).\n');
+      if (changes.some((c) => !c.argsKnown)) process.stdout.write('Rows without argument values were decided as if the arguments were empty; record them with --audit-args (run) or audit_args: true (a server in toolgate.yaml), secrets masked.\n');
     });
 }

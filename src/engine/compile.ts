@@ -38,10 +38,32 @@ export interface CompiledEntry {
 }
 
 export interface Lookup {
-  /** Pointer of the first `hide` pattern that matches, or null. */
+  /** Pointer of the first `hide` pattern that matches the name or its skeleton, or null. */
   hidden: string | null;
   /** The tool's entry; under default allow an unlisted tool gets the `(default)` stand-in; null means default deny. */
   entry: CompiledEntry | null;
+  /** The name's skeleton. */
+  skeleton: string;
+  /**
+   * The entries the skeleton matches among the policy's skeletons (case-, width-, look-alike- and
+   * invisible-insensitive, exact before glob) other than `entry`: what a lenient server could take
+   * the name for. null stands for no entry under default deny.
+   */
+  similar: readonly (CompiledEntry | null)[];
+}
+
+interface Glob<T> { re: RegExp; value: T }
+
+/** Patterns in precedence order; those with the same skeleton are one group, so none of them wins over another by case alone. */
+function skeletonGlobs<T>(patterns: readonly { pattern: string; value: T }[]): Glob<T[]>[] {
+  const groups = new Map<string, T[]>();
+  for (const { pattern, value } of patterns) {
+    const sk = skeleton(pattern);
+    const group = groups.get(sk);
+    if (group) group.push(value);
+    else groups.set(sk, [value]);
+  }
+  return [...groups].map(([sk, values]) => ({ re: globToRegExp(sk), value: values }));
 }
 
 const DURATION_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
@@ -65,12 +87,13 @@ function approvalSettings(a: ToolEntry['approval']): ApprovalSettings {
   return { timeoutMs: durationMs(a?.timeout ?? '5m'), via: a?.via ?? DEFAULT_VIA, mode: a?.mode ?? 'hold', validForMs: durationMs(a?.valid_for ?? '10m') };
 }
 
-function rules(list: readonly Rule[], at: string[]): CompiledRule[] {
-  return list.map((r, i) => ({ pointer: pointerOf([...at, i]), test: compileAll(r.conditions), message: r.on_deny }));
+/** `matchUndecided`: what a numeric comparison on a value that is not a plain number counts as (fail closed). */
+function rules(list: readonly Rule[], at: string[], matchUndecided: boolean): CompiledRule[] {
+  return list.map((r, i) => ({ pointer: pointerOf([...at, i]), test: compileAll(r.conditions, matchUndecided), message: r.on_deny }));
 }
 
 function approveRules(list: readonly ApproveRule[], at: string[]): CompiledRule[] {
-  return list.map((r, i) => ({ pointer: pointerOf([...at, i]), test: compileAll(r.conditions), message: r.reason }));
+  return list.map((r, i) => ({ pointer: pointerOf([...at, i]), test: compileAll(r.conditions, true), message: r.reason }));
 }
 
 function limits(list: readonly Limit[], at: string[]): CompiledLimit[] {
@@ -109,8 +132,8 @@ function compileEntry(key: string, e: ToolEntry): Omit<CompiledEntry, 'checks'> 
     pointer: pointerOf(at),
     action: e.action,
     onDeny: e.on_deny,
-    require: rules(e.require, [...at, 'require']),
-    denyIf: rules(e.deny_if, [...at, 'deny_if']),
+    require: rules(e.require, [...at, 'require'], false),
+    denyIf: rules(e.deny_if, [...at, 'deny_if'], true),
     approveIf: approveRules(e.approve_if, [...at, 'approve_if']),
     approval: approvalSettings(e.approval),
     limits: limits(e.limits, [...at, 'limits']),
@@ -133,9 +156,11 @@ export class CompiledPolicy {
   private readonly exact = new Map<string, CompiledEntry>();
   private readonly globs: { re: RegExp; entry: CompiledEntry }[] = [];
   private readonly hide: { re: RegExp; pointer: string }[];
+  /** The same tools and hide patterns by skeleton: plain names, globs and hide patterns alike match whatever the case. */
+  private readonly skeletonExact = new Map<string, CompiledEntry[]>();
+  private readonly skeletonGlobs: Glob<CompiledEntry[]>[];
+  private readonly skeletonHide: Glob<string[]>[];
   private readonly cache = new Map<string, Lookup>();
-  private bySkeleton?: Map<string, string[]>;
-  private readonly similarCache = new Map<string, readonly string[]>();
 
   constructor(readonly policy: Policy, readonly hash: string) {
     this.default = policy.default;
@@ -143,19 +168,25 @@ export class CompiledPolicy {
     this.pinsOnChange = policy.pins?.on_change ?? 'warn';
     const all = policy.all_tools;
     this.allTools = {
-      require: rules(all?.require ?? [], ['all_tools', 'require']),
-      denyIf: rules(all?.deny_if ?? [], ['all_tools', 'deny_if']),
+      require: rules(all?.require ?? [], ['all_tools', 'require'], false),
+      denyIf: rules(all?.deny_if ?? [], ['all_tools', 'deny_if'], true),
       limits: limits(all?.limits ?? [], ['all_tools', 'limits']),
     };
     const globbed: { key: string; entry: CompiledEntry; order: number }[] = [];
     Object.entries(policy.tools).forEach(([key, entry], order) => {
       const compiled = withAllTools(compileEntry(key, entry), this.allTools);
       if (isGlob(key)) globbed.push({ key, entry: compiled, order });
-      else this.exact.set(key, compiled);
+      else {
+        this.exact.set(key, compiled);
+        const sk = skeleton(key);
+        this.skeletonExact.set(sk, [...(this.skeletonExact.get(sk) ?? []), compiled]);
+      }
     });
     globbed.sort((a, b) => b.key.length - a.key.length || a.order - b.order);
     this.globs = globbed.map((g) => ({ re: globToRegExp(g.key), entry: g.entry }));
+    this.skeletonGlobs = skeletonGlobs(globbed.map((g) => ({ pattern: g.key, value: g.entry })));
     this.hide = policy.hide.map((pattern, i) => ({ re: globToRegExp(pattern), pointer: `/hide/${i}` }));
+    this.skeletonHide = skeletonGlobs(policy.hide.map((pattern, i) => ({ pattern, value: `/hide/${i}` })));
     this.defaultEntry = policy.default === 'deny' ? null : withAllTools({
       key: '*', pointer: '(default)', action: 'allow', require: [], denyIf: [], approveIf: [],
       approval: approvalSettings(undefined), limits: [],
@@ -165,11 +196,17 @@ export class CompiledPolicy {
   lookup(name: string): Lookup {
     const cached = this.cache.get(name);
     if (cached) return cached;
+    const sk = skeleton(name);
     let hidden: string | null = null;
     for (const h of this.hide) if (h.re.test(name)) { hidden = h.pointer; break; }
+    if (hidden === null) for (const h of this.skeletonHide) if (h.re.test(sk)) { hidden = h.value[0]; break; }
     let entry = this.exact.get(name) ?? null;
     if (!entry) for (const g of this.globs) if (g.re.test(name)) { entry = g.entry; break; }
-    const result = { hidden, entry: entry ?? this.defaultEntry };
+    entry ??= this.defaultEntry;
+    let similar: (CompiledEntry | null)[] | undefined = this.skeletonExact.get(sk);
+    if (!similar) for (const g of this.skeletonGlobs) if (g.re.test(sk)) { similar = g.value; break; }
+    similar = (similar ?? [this.defaultEntry]).filter((e) => e !== entry);
+    const result: Lookup = { hidden, entry, skeleton: sk, similar };
     if (this.cache.size >= LOOKUP_CACHE_MAX) this.cache.clear();
     this.cache.set(name, result);
     return result;
@@ -177,26 +214,5 @@ export class CompiledPolicy {
 
   isHidden(name: string): boolean {
     return this.lookup(name).hidden !== null;
-  }
-
-  /**
-   * Names that a lenient server could take `name` for, other than `name` itself: its skeleton,
-   * and the policy's tool and hide names with the same skeleton.
-   */
-  lookalikes(name: string): readonly string[] {
-    const cached = this.similarCache.get(name);
-    if (cached) return cached;
-    if (!this.bySkeleton) {
-      this.bySkeleton = new Map();
-      for (const key of [...Object.keys(this.policy.tools), ...this.policy.hide]) {
-        const sk = skeleton(key);
-        this.bySkeleton.set(sk, [...(this.bySkeleton.get(sk) ?? []), key]);
-      }
-    }
-    const sk = skeleton(name);
-    const result = [sk, ...(this.bySkeleton.get(sk) ?? [])].filter((n, i, all) => n !== name && all.indexOf(n) === i);
-    if (this.similarCache.size >= LOOKUP_CACHE_MAX) this.similarCache.clear();
-    this.similarCache.set(name, result);
-    return result;
   }
 }

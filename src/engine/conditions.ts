@@ -1,7 +1,8 @@
-import { compileRegex } from '../policy/check.js';
+import { compileRegex, plainNumber } from '../policy/check.js';
 import { canonicalJson } from '../policy/load.js';
 import { parsePath, type ContextPath, type Step } from '../policy/paths.js';
 import type { Condition } from '../policy/schema.js';
+import { isPrivateAddress } from './private-address.js';
 
 /** What a decision may look at: the call and who makes it. The engine knows nothing else. */
 export interface CallContext {
@@ -71,30 +72,39 @@ export function getPath(value: unknown, steps: readonly Step[]): Value {
 }
 
 /**
- * Numbers and numeric strings compare as numbers because servers commonly coerce them: "999" is a
- * number to a lenient server, so it is one here. A string with a numeric prefix ("500abc") is read
- * as that prefix, the way parseFloat-style coercion would.
+ * What a numeric comparison on a value that is not a plain number gives (see `plainNumber`):
+ * neither true nor false. A lenient server may read "99_999", "９９９９９" or "٩٩٩٩٩" as 99999, so
+ * the caller fails closed: a deny_if or approve_if item matches, a require item fails.
  */
-export function toNumber(v: unknown): number {
-  if (typeof v === 'number') return v;
-  if (typeof v !== 'string') return NaN;
-  const s = v.trim();
-  if (s === '') return NaN;
-  const n = Number(s);
-  if (!Number.isNaN(n)) return n;
-  return parseFloat(s);
+const UNKNOWN = undefined;
+type Outcome = boolean | typeof UNKNOWN;
+
+/** A number compared with `n`: plain numbers compare as numbers ("999" > 100), anything else is UNKNOWN. */
+function compareNumber(a: unknown, cmp: (x: number) => boolean): Outcome {
+  const x = plainNumber(a);
+  return Number.isNaN(x) ? UNKNOWN : cmp(x);
 }
 
-function looseEquals(a: unknown, b: unknown): boolean {
+function looseEquals(a: unknown, b: unknown): Outcome {
   if (a === b) return true;
-  if (typeof a === 'number' || typeof b === 'number') {
-    const x = toNumber(a);
-    const y = toNumber(b);
-    return !Number.isNaN(x) && x === y;
-  }
+  if (typeof b === 'number') return compareNumber(a, (x) => x === b);
+  if (typeof a === 'number') return compareNumber(b, (y) => y === a);
   if (a !== null && b !== null && typeof a === 'object' && typeof b === 'object') return canonicalJson(a) === canonicalJson(b);
   return false;
 }
+
+/** True when any is true, else UNKNOWN when any is, else false. */
+function anyOf<T>(list: readonly T[], test: (x: T) => Outcome): Outcome {
+  let unknown = false;
+  for (const x of list) {
+    const r = test(x);
+    if (r === true) return true;
+    if (r === UNKNOWN) unknown = true;
+  }
+  return unknown ? UNKNOWN : false;
+}
+
+const not = (r: Outcome): Outcome => (r === UNKNOWN ? UNKNOWN : !r);
 
 const asText = (v: unknown): string | undefined =>
   typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? String(v) : undefined;
@@ -106,7 +116,7 @@ function lengthOf(v: unknown): number {
   return NaN;
 }
 
-type Test = (actual: unknown) => boolean;
+type Test = (actual: unknown) => Outcome;
 
 const META = /[\\.*+?()[\]{}|^$]/;
 
@@ -138,15 +148,15 @@ function compileOp(c: Condition): Test {
   const v = c.value;
   switch (c.op) {
     case 'eq': return (a) => looseEquals(a, v);
-    case 'neq': return (a) => !looseEquals(a, v);
-    case 'in': { const list = v as unknown[]; return (a) => list.some((x) => looseEquals(a, x)); }
-    case 'not_in': { const list = v as unknown[]; return (a) => !list.some((x) => looseEquals(a, x)); }
-    case 'lt': { const n = toNumber(v); return (a) => toNumber(a) < n; }
-    case 'lte': { const n = toNumber(v); return (a) => toNumber(a) <= n; }
-    case 'gt': { const n = toNumber(v); return (a) => toNumber(a) > n; }
-    case 'gte': { const n = toNumber(v); return (a) => toNumber(a) >= n; }
-    case 'len_lte': { const n = toNumber(v); return (a) => lengthOf(a) <= n; }
-    case 'len_gte': { const n = toNumber(v); return (a) => lengthOf(a) >= n; }
+    case 'neq': return (a) => not(looseEquals(a, v));
+    case 'in': { const list = v as unknown[]; return (a) => anyOf(list, (x) => looseEquals(a, x)); }
+    case 'not_in': { const list = v as unknown[]; return (a) => not(anyOf(list, (x) => looseEquals(a, x))); }
+    case 'lt': { const n = plainNumber(v); return (a) => compareNumber(a, (x) => x < n); }
+    case 'lte': { const n = plainNumber(v); return (a) => compareNumber(a, (x) => x <= n); }
+    case 'gt': { const n = plainNumber(v); return (a) => compareNumber(a, (x) => x > n); }
+    case 'gte': { const n = plainNumber(v); return (a) => compareNumber(a, (x) => x >= n); }
+    case 'len_lte': { const n = plainNumber(v); return (a) => lengthOf(a) <= n; }
+    case 'len_gte': { const n = plainNumber(v); return (a) => lengthOf(a) >= n; }
     case 'regex': {
       const test = regexTest(v as string);
       return (a) => { const s = asText(a); return s !== undefined && test(s); };
@@ -154,24 +164,29 @@ function compileOp(c: Condition): Test {
     case 'starts_with': { const p = v as string; return (a) => asText(a)?.startsWith(p) ?? false; }
     case 'ends_with': { const p = v as string; return (a) => asText(a)?.endsWith(p) ?? false; }
     case 'contains': return (a) => {
-      if (Array.isArray(a)) return a.some((x) => looseEquals(x, v));
+      if (Array.isArray(a)) return anyOf(a, (x) => looseEquals(x, v));
       const s = asText(a);
       const needle = asText(v);
       return s !== undefined && needle !== undefined && s.includes(needle);
     };
+    case 'private_address': { const want = v !== false; return (a) => typeof a === 'string' && isPrivateAddress(a) === want; }
     case 'exists': throw new Error('exists is compiled separately');
   }
 }
 
-/** Compiles one condition into a predicate. A missing path makes every operator but `exists` false. */
-export function compileCondition(c: Condition): Predicate {
+/**
+ * Compiles one condition into a predicate. A missing path makes every operator but `exists` false;
+ * an undecidable numeric comparison gives `unknownAs` (true where matching denies, false where
+ * holding allows), and so does a `[*]` path when any element's is undecidable.
+ */
+export function compileCondition(c: Condition, unknownAs: boolean): Predicate {
   const path = parsePath(c.path);
   if (typeof path === 'string') throw new Error(path);
   if (path.root === 'context') {
     const name = path.name;
     if (c.op === 'exists') { const want = c.value !== false; return (ctx) => (contextValue(name, ctx) !== MISSING) === want; }
     const test = compileOp(c);
-    return (ctx) => { const a = contextValue(name, ctx); return a !== MISSING && test(a); };
+    return (ctx) => { const a = contextValue(name, ctx); return a !== MISSING && (test(a) ?? unknownAs); };
   }
   const steps = path.steps;
   const fanOut = steps.some((s) => s.kind === 'any');
@@ -181,13 +196,18 @@ export function compileCondition(c: Condition): Predicate {
     return (ctx) => { const out: unknown[] = []; resolveAll(ctx.args, steps, 0, out); return (out.length > 0) === want; };
   }
   const test = compileOp(c);
-  if (!fanOut) return (ctx) => { const a = getPath(ctx.args, steps); return a !== MISSING && test(a); };
-  return (ctx) => { const out: unknown[] = []; resolveAll(ctx.args, steps, 0, out); return out.some(test); };
+  if (!fanOut) return (ctx) => { const a = getPath(ctx.args, steps); return a !== MISSING && (test(a) ?? unknownAs); };
+  return (ctx) => {
+    const out: unknown[] = [];
+    resolveAll(ctx.args, steps, 0, out);
+    const results = out.map(test);
+    return results.includes(UNKNOWN) ? unknownAs : results.includes(true);
+  };
 }
 
-/** All conditions must hold; an empty list always holds. */
-export function compileAll(conditions: readonly Condition[]): Predicate {
-  const preds = conditions.map(compileCondition);
+/** All conditions must hold; an empty list always holds. `unknownAs`: see compileCondition. */
+export function compileAll(conditions: readonly Condition[], unknownAs: boolean): Predicate {
+  const preds = conditions.map((c) => compileCondition(c, unknownAs));
   if (preds.length === 0) return () => true;
   if (preds.length === 1) return preds[0];
   return (ctx) => { for (const p of preds) if (!p(ctx)) return false; return true; };

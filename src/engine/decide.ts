@@ -1,6 +1,7 @@
 import type { Charge, CounterStore, FlagStore } from '../state/types.js';
 import type { ApprovalSettings, CompiledEntry, CompiledLimit, CompiledPolicy } from './compile.js';
-import { getPath, MISSING, toNumber, type CallContext } from './conditions.js';
+import { plainNumber } from '../policy/check.js';
+import { getPath, MISSING, type CallContext } from './conditions.js';
 
 export type Verdict = 'allow' | 'deny' | 'approve';
 
@@ -38,6 +39,16 @@ export interface EngineOptions {
 }
 
 const NO_CHARGES: Charge[] = [];
+
+export interface Evaluation {
+  verdict: Verdict;
+  rule: string;
+  message?: string;
+  entry: CompiledEntry | null;
+  approval?: Decision['approval'];
+  /** The limits an allowed call takes when it matched more than one entry (else its entry's). */
+  limits?: readonly CompiledLimit[];
+}
 
 function deny(rule: string, message: string, retryAfterSeconds: number | null = null): Decision {
   return { verdict: 'deny', rule, message, retryAfterSeconds, enforced: true, charges: NO_CHARGES };
@@ -82,26 +93,48 @@ export class Engine {
   }
 
   /**
-   * Steps 3–8 of the decision order, without side effects. A name that is not plain (other case,
-   * invisible or look-alike characters) is also judged as its skeleton and as each `alias` (known
-   * tool names with the same skeleton); the strictest answer wins.
+   * Steps 3–8 of the decision order, without side effects. The name is judged as itself, as its
+   * skeleton against the policy's skeletons (so case, width, invisible and look-alike characters
+   * change nothing) and as each `alias` (advertised tool names with the same skeleton); the
+   * strictest answer wins. An allowed call counts against the limits of every entry it matched.
    */
-  evaluate(ctx: CallContext, aliases: readonly string[] = []): { verdict: Verdict; rule: string; message?: string; entry: CompiledEntry | null; approval?: Decision['approval'] } {
-    let best = this.evaluateName(ctx, ctx.tool);
-    const similar = this.policy.lookalikes(ctx.tool);
-    if (aliases.length === 0 && similar.length === 0) return best;
-    for (const name of new Set([...similar, ...aliases])) {
-      if (name === ctx.tool) continue;
-      const r = this.evaluateName({ ...ctx, tool: name }, name);
-      if (RANK[r.verdict] > RANK[best.verdict]) best = { ...r, entry: best.entry };
+  evaluate(ctx: CallContext, aliases: readonly string[] = []): Evaluation {
+    const found = this.policy.lookup(ctx.tool);
+    let best = this.judge(ctx, found.hidden, found.entry);
+    if (found.similar.length === 0 && aliases.length === 0) return best;
+    const skCtx = { ...ctx, tool: found.skeleton };
+    const allowed = best.entry ? [best.entry] : [];
+    const consider = (r: Evaluation) => {
+      if (RANK[r.verdict] > RANK[best.verdict]) best = r;
+      else if (r.verdict === 'allow' && r.entry && !allowed.includes(r.entry)) allowed.push(r.entry);
+    };
+    for (const entry of found.similar) consider(this.judge(skCtx, null, entry));
+    for (const alias of aliases) {
+      if (alias === ctx.tool) continue;
+      const other = this.policy.lookup(alias);
+      consider(this.judge({ ...ctx, tool: alias }, other.hidden, other.entry));
     }
-    return best;
+    if (best.verdict !== 'allow' || allowed.length < 2) return best;
+    const limits = allowed.flatMap((e) => e.checks.limits).filter((l, i, all) => all.indexOf(l) === i);
+    return { ...best, limits };
   }
 
-  private evaluateName(ctx: CallContext, name: string): ReturnType<Engine['evaluate']> {
-    const { hidden, entry } = this.policy.lookup(name);
+  /**
+   * Whether tools/list may show a tool: not hidden (in any spelling), and — when enforcing — a
+   * call to it could be forwarded at all: it has an entry (or default allow) whose action is not
+   * deny, and no entry it matches by skeleton denies it outright.
+   */
+  listable(name: string): boolean {
+    const { hidden, entry, similar } = this.policy.lookup(name);
+    if (hidden !== null) return false;
+    if (this.shadow) return true;
+    if (entry === null || entry.action === 'deny') return false;
+    return !similar.some((e) => e?.action === 'deny');
+  }
+
+  private judge(ctx: CallContext, hidden: string | null, entry: CompiledEntry | null): Evaluation {
     if (hidden) return { verdict: 'deny', rule: hidden, message: `Tool "${ctx.tool}" is not available.`, entry: null };
-    if (!entry) return { verdict: 'deny', rule: '(default)', message: `Tool "${ctx.tool}" is not available.`, entry: null };
+    if (!entry) return { verdict: 'deny', rule: '(default)', message: `The policy has no entry for "${ctx.tool}" and denies what it does not list (default: deny). To allow it, add "${ctx.tool}": {} under "tools" in the policy.`, entry: null };
     if (entry.action === 'deny') {
       return { verdict: 'deny', rule: `${entry.pointer}/action`, message: entry.onDeny ?? `Tool "${ctx.tool}" is blocked by policy.`, entry };
     }
@@ -127,9 +160,12 @@ export class Engine {
     }
   }
 
-  /** The counter increments a call needs, or a denial when an increment argument is unusable. */
-  charges(entry: CompiledEntry | null, ctx: CallContext): Charge[] | Decision {
-    const list = entry ? entry.checks.limits : this.policy.allTools.limits;
+  private limitsOf(e: Evaluation): readonly CompiledLimit[] {
+    return e.limits ?? (e.entry ? e.entry.checks.limits : this.policy.allTools.limits);
+  }
+
+  /** The counter increments a call needs, or a denial when an increment argument is not a plain number. */
+  charges(list: readonly CompiledLimit[], ctx: CallContext): Charge[] | Decision {
     if (list.length === 0) return NO_CHARGES;
     const out: Charge[] = new Array(list.length);
     for (let i = 0; i < list.length; i++) {
@@ -137,9 +173,9 @@ export class Engine {
       let amount = 1;
       if (l.increment) {
         const raw = getPath(ctx.args, l.increment.steps);
-        amount = raw === MISSING ? NaN : toNumber(raw);
-        if (!Number.isFinite(amount) || amount < 0) {
-          return deny(l.pointer, `This call needs ${l.increment.path} as a non-negative number (it counts against the "${l.counter}" limit).`);
+        amount = raw === MISSING ? NaN : plainNumber(raw);
+        if (!(amount >= 0)) {
+          return deny(l.pointer, `This call needs ${l.increment.path} as a non-negative number in plain decimal digits (it counts against the "${l.counter}" limit).`);
         }
       }
       const size = l.seconds * 1000;
@@ -182,7 +218,8 @@ export class Engine {
     if (e.verdict !== 'allow' && !(e.verdict === 'approve' && hints.approved)) {
       return { verdict: e.verdict, rule: e.rule, message: e.message, retryAfterSeconds: null, enforced, charges: NO_CHARGES, approval: e.approval };
     }
-    const charges = this.charges(e.entry, ctx);
+    const limits = this.limitsOf(e);
+    const charges = this.charges(limits, ctx);
     if (!Array.isArray(charges)) return { ...charges, enforced };
     if (charges.length === 0) return { verdict: 'allow', rule: e.rule, retryAfterSeconds: null, enforced, charges };
     let failed: number | Promise<number>;
@@ -192,9 +229,9 @@ export class Engine {
       return this.storeFailed(err as Error, e.rule, enforced);
     }
     if (failed instanceof Promise) {
-      return failed.then((f) => this.reserved(f, charges, e.entry, e.rule, ctx, enforced), (err: Error) => this.storeFailed(err, e.rule, enforced));
+      return failed.then((f) => this.reserved(f, charges, limits, e.rule, ctx, enforced), (err: Error) => this.storeFailed(err, e.rule, enforced));
     }
-    return this.reserved(failed, charges, e.entry, e.rule, ctx, enforced);
+    return this.reserved(failed, charges, limits, e.rule, ctx, enforced);
   }
 
   /** The audit row's message says which way a store failure went: fail closed (denied) or fail_open (forwarded uncounted). */
@@ -203,9 +240,9 @@ export class Engine {
     return { ...deny('(state-store)', `Limits cannot be checked right now (state store error: ${err.message}); the call was not forwarded (fail closed).`), enforced };
   }
 
-  private reserved(failed: number, charges: Charge[], entry: CompiledEntry | null, rule: string, ctx: CallContext, enforced: boolean): Decision {
+  private reserved(failed: number, charges: Charge[], limits: readonly CompiledLimit[], rule: string, ctx: CallContext, enforced: boolean): Decision {
     if (failed < 0) return { verdict: 'allow', rule, retryAfterSeconds: null, enforced, charges };
-    const limit = (entry ? entry.checks.limits : this.policy.allTools.limits)[failed];
+    const limit = limits[failed];
     const retry = Math.max(1, Math.ceil((charges[failed].expiresAt - ctx.now) / 1000));
     const what = limit.increment ? `a total of ${limit.max}` : `${limit.max} call${limit.max === 1 ? '' : 's'}`;
     const message = limit.message ?? `Limit reached: ${what} per ${describeWindow(limit.seconds)} ("${limit.counter}", per ${limit.scope}). Try again in ${retry} s.`;

@@ -2,36 +2,23 @@ import { timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import type { Approvals } from '../approvals/index.js';
-import type { AuditLog } from '../audit/index.js';
 import { loadPolicyFile } from '../policy/index.js';
 import { Catalog, recordSummary } from '../risk/catalog.js';
 import { toolgateHome, type StateStore } from '../state/index.js';
+import { AdminError, own, send, since } from './admin-http.js';
+import { handlePolicies, type PolicyDeps } from './admin-policies.js';
+import { handleServers, type ServerDeps } from './admin-servers.js';
 import type { GatewayConfig } from './config.js';
 import { ApprovalApiError, handleApprovalsApi } from './approvals-api.js';
 import type { Grants } from './grants.js';
 
-export interface AdminDeps {
-  config(): GatewayConfig;
+export interface AdminDeps extends PolicyDeps, ServerDeps {
   state: StateStore;
-  audit: AuditLog;
   grants: Grants;
-  sessions(server: string): number;
   approvals: Approvals;
 }
 
-export class AdminError extends Error {
-  constructor(readonly status: number, message: string) {
-    super(message);
-  }
-}
-
-const DURATION = /^(\d+)(s|m|h|d)$/;
-function since(text: string | null): number | undefined {
-  if (!text) return undefined;
-  const m = DURATION.exec(text);
-  if (!m) throw new AdminError(400, 'since takes a duration such as 15m, 1h or 7d');
-  return Number(m[1]) * { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] as 's']!;
-}
+export { AdminError };
 
 function sameSecret(a: string, b: string): boolean {
   const x = Buffer.from(a);
@@ -43,11 +30,6 @@ function sameSecret(a: string, b: string): boolean {
 export function isAdmin(req: IncomingMessage, config: GatewayConfig): boolean {
   const token = /^Bearer\s+(\S+)$/i.exec(req.headers.authorization ?? '')?.[1];
   return !!config.admin && !!token && sameSecret(token, config.admin.token);
-}
-
-function send(res: ServerResponse, status: number, body: unknown): void {
-  res.writeHead(status, { 'content-type': 'application/json' });
-  res.end(JSON.stringify(body, null, 2));
 }
 
 /** The admin JSON API: servers, grants, audit, kill switch, policies, records. */
@@ -64,7 +46,8 @@ export async function handleAdmin(req: IncomingMessage, res: ServerResponse, url
   }
   if (path === '/api/grants' && method === 'GET') return send(res, 200, await deps.grants.list());
   if (path === '/api/grants' && method === 'POST') {
-    if (typeof input.server !== 'string' || typeof input.label !== 'string') throw new AdminError(400, 'a grant needs "server" and "label" strings');
+    if (typeof input.server !== 'string' || typeof input.label !== 'string' || !input.label.trim()) throw new AdminError(400, 'a grant needs "server" and "label" strings');
+    if (!own(deps.config().servers, input.server)) throw new AdminError(400, `no server named "${input.server}"`);
     const tags = Array.isArray(input.tags) ? input.tags.map(String) : [];
     const { grant, token } = await deps.grants.create({ server: input.server, label: input.label, tags, policy: typeof input.policy === 'string' ? input.policy : undefined, expiresInMs: typeof input.expires === 'string' ? since(input.expires) : undefined });
     deps.audit.append({ kind: 'grant', server: grant.server, grant: grant.label, message: `created ${grant.id} (api)` });
@@ -112,8 +95,16 @@ export async function handleAdmin(req: IncomingMessage, res: ServerResponse, url
     }));
   }
   if (path === '/api/records' && method === 'GET') {
-    return send(res, 200, new Catalog(join(toolgateHome(), 'catalog')).search(q.get('search') ?? '').map(recordSummary));
+    const text = q.get('search') ?? '';
+    const needle = text.toLowerCase();
+    // Each record with the tools whose names match, so a search for a tool name shows its breakdown.
+    return send(res, 200, new Catalog(join(toolgateHome(), 'catalog')).search(text).map((r) => ({
+      slug: Catalog.slug(r), ...recordSummary(r),
+      matches: needle ? r.tools.filter((t) => t.name.toLowerCase().includes(needle)).map((t) => ({ name: t.name, category: t.classification.category, risk: t.classification.risk, verdict: t.verdict })) : [],
+    })));
   }
+  if (await handleServers(req, res, url, path, input, deps)) return;
+  if (path.startsWith('/api/policies/') && await handlePolicies(res, path, method, input, deps)) return;
   try {
     if (path === '/api/approvals' || path.startsWith('/api/approvals/')) {
       if (await handleApprovalsApi(req, res, path, url, input, deps.approvals)) return;

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { z } from 'zod';
 import { pointerOf, type PolicyIssue } from '../policy/check.js';
-import { parseWithSchema, type SchemaResult } from '../policy/load.js';
+import { isJsonFile, parseWithSchema, type SchemaResult } from '../policy/load.js';
 
 /**
  * toolgate.yaml (or the same in JSON). `${VAR}` reads the environment and `${file:PATH}` a file,
@@ -19,6 +19,10 @@ const ServerBase = {
   approvals: z.strictObject({ webhook: WebhookSchema.optional() }).optional().describe('how people hear of calls held for approval on this server'),
   policy: z.string().optional().describe('policy file; without it, the recommended policy for the server\'s tools'),
   auth: z.enum(['grants', 'none']).default('grants').describe('none: no credentials (local use, loopback only)'),
+  audit_args: z.boolean().default(false).describe('store argument values (secrets masked) in the audit log, for replay'),
+  fail_open: z.boolean().optional().describe('allow limited calls when the state store fails; default: the top-level fail_open'),
+  call_timeout: z.string().regex(/^0*[1-9]\d*(s|m|h)$/, 'a positive duration such as 30s, 5m or 1h').default('5m')
+    .describe('how long a forwarded tools/call may wait for its answer; progress from the server starts the wait again'),
 };
 
 export const ServerSchema = z.union([
@@ -66,7 +70,7 @@ export const GatewayConfigSchema = z.strictObject({
   listen: z.string().regex(/^(\[[0-9a-fA-F:]+\]|[\w.-]+):\d{1,5}$/, 'HOST:PORT').default('127.0.0.1:8080'),
   state: z.string().optional().describe('memory:, sqlite:PATH or redis://…; default sqlite under TOOLGATE_HOME'),
   audit: z.string().optional().describe('audit log SQLite file; default TOOLGATE_HOME/audit.db'),
-  fail_open: z.boolean().default(false).describe('forward limited calls uncounted when the state store fails (default: deny them)'),
+  fail_open: z.boolean().default(false).describe('every server\'s fail_open unless it sets its own: forward limited calls uncounted when the state store fails (default: deny them)'),
   admin: z.strictObject({ token: z.string().min(16, 'use at least 16 characters') }).optional(),
   sessions: z.strictObject({
     idle_timeout: z.string().regex(/^\d+(s|m|h)$/).default('15m'),
@@ -83,29 +87,56 @@ export type OAuthConfig = z.output<typeof OAuthSchema>;
 
 const REF = /\$\{(file:)?([^}]+)\}/g;
 
-/** Replaces ${VAR} and ${file:PATH} in every string, reporting each one that cannot be read. */
-function substitute(value: unknown, at: (string | number)[], base: string, issues: PolicyIssue[]): unknown {
+/**
+ * Replaces ${VAR} and ${file:PATH} in every string. One that cannot be read is an issue, or —
+ * when `unresolved` is given — noted there (as an issue about that place) and left empty.
+ */
+function substitute(value: unknown, at: (string | number)[], base: string, issues: PolicyIssue[], unresolved?: PolicyIssue[]): unknown {
   if (typeof value === 'string') {
     return value.replace(REF, (_, file: string | undefined, name: string) => {
+      let problem: string | undefined;
+      let out = '';
       if (file) {
         const path = isAbsolute(name) ? name : resolve(base, name);
-        try { return readFileSync(path, 'utf8').trim(); } catch { issues.push({ pointer: pointerOf(at), message: `cannot read the file ${name}` }); return ''; }
-      }
-      const v = process.env[name];
-      if (v === undefined) issues.push({ pointer: pointerOf(at), message: `the environment variable ${name} is not set` });
-      return v ?? '';
+        try { out = readFileSync(path, 'utf8').trim(); } catch { problem = `cannot read the file ${name}`; }
+      } else if (process.env[name] === undefined) problem = `the environment variable ${name} is not set`;
+      else out = process.env[name]!;
+      if (problem) (unresolved ?? issues).push({ pointer: pointerOf(at), message: problem });
+      return out;
     });
   }
-  if (Array.isArray(value)) return value.map((v, i) => substitute(v, [...at, i], base, issues));
+  if (Array.isArray(value)) return value.map((v, i) => substitute(v, [...at, i], base, issues, unresolved));
   if (value && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, substitute(v, [...at, k], base, issues)]));
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, substitute(v, [...at, k], base, issues, unresolved)]));
   }
   return value;
 }
 
-export function parseGatewayConfig(text: string, base: string): SchemaResult<GatewayConfig> {
-  const result = parseWithSchema(text, GatewayConfigSchema, { prepare: (raw, issues) => substitute(raw, [], base, issues) });
-  if (!result.ok) return result;
+export interface ConfigOptions {
+  /** Strict JSON (a .json file). */
+  json?: boolean;
+  /**
+   * For commands that work on state: the admin section is skipped, and a ${VAR} or ${file:…} that
+   * cannot be read is noted in `unresolved` instead of failing the load (a command that needs that
+   * value, e.g. a server's env to start it, checks there).
+   */
+  forState?: boolean;
+}
+
+export type ConfigResult = SchemaResult<GatewayConfig> & { unresolved?: PolicyIssue[] };
+
+export function parseGatewayConfig(text: string, base: string, options: ConfigOptions = {}): ConfigResult {
+  const unresolved: PolicyIssue[] | undefined = options.forState ? [] : undefined;
+  const prepare = (raw: unknown, issues: PolicyIssue[]) => {
+    if (options.forState && raw && typeof raw === 'object' && !Array.isArray(raw)) raw = { ...raw, admin: undefined };
+    return substitute(raw, [], base, issues, unresolved);
+  };
+  const result = parseWithSchema(text, GatewayConfigSchema, { json: options.json, prepare });
+  if (!result.ok) {
+    // A value left empty for want of its variable fails with the reason, not as "too short".
+    const why = new Map((unresolved ?? []).map((u) => [u.pointer, u.message]));
+    return { ok: false, issues: result.issues.map((i) => (why.has(i.pointer) ? { ...i, message: why.get(i.pointer)! } : i)) };
+  }
   const c = result.value;
   const at = (p: string | undefined) => (p === undefined || isAbsolute(p) ? p : resolve(base, p));
   for (const s of Object.values(c.servers)) {
@@ -117,15 +148,15 @@ export function parseGatewayConfig(text: string, base: string): SchemaResult<Gat
   }
   if (c.state?.startsWith('sqlite:')) c.state = `sqlite:${at(c.state.slice('sqlite:'.length))}`;
   c.audit = at(c.audit);
-  return result;
+  return { ...result, unresolved };
 }
 
-export function loadGatewayConfig(file: string): SchemaResult<GatewayConfig> {
+export function loadGatewayConfig(file: string, options: Omit<ConfigOptions, 'json'> = {}): ConfigResult {
   let text: string;
   try { text = readFileSync(file, 'utf8'); } catch (err) {
     return { ok: false, issues: [{ pointer: '', message: `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}` }] };
   }
-  return parseGatewayConfig(text, dirname(resolve(file)));
+  return parseGatewayConfig(text, dirname(resolve(file)), { ...options, json: isJsonFile(file) });
 }
 
 export function durationToMs(text: string): number {

@@ -9,7 +9,7 @@ import type { AuditLog } from '../audit/index.js';
 import { McpAuth } from '../auth/index.js';
 import { CompiledPolicy, Engine } from '../engine/index.js';
 import type { Logger } from '../log.js';
-import { formatIssue, loadPolicyFile, watchPolicyFile } from '../policy/index.js';
+import { formatIssue, loadPolicyFile, watchPolicyFile, type LoadResult } from '../policy/index.js';
 import { PinGuard } from '../proxy/pins.js';
 import { compileObject, PENDING_POLICY, recommendedPolicyFeed } from '../proxy/recommended.js';
 import { PolicySession } from '../proxy/session.js';
@@ -17,10 +17,12 @@ import { HttpUpstream } from '../proxy/upstream-http.js';
 import { StdioUpstream } from '../proxy/upstream-stdio.js';
 import type { Upstream } from '../proxy/upstream.js';
 import type { Grant, StateStore } from '../state/types.js';
+import { Dashboard } from '../web/index.js';
 import { durationToMs, isLoopback, sizeToBytes, type GatewayConfig, type ServerConfig } from './config.js';
 import { AdminError, handleAdmin, isAdmin } from './admin.js';
 import { Grants } from './grants.js';
 import { HttpError, sendHttpError } from './http-errors.js';
+import { Listings } from './listings.js';
 import { GatewayMetrics } from './metrics.js';
 import { checkPostHeaders, isInitializeRequest, StreamableSession, type ClientChannel } from './streamable.js';
 
@@ -76,9 +78,14 @@ export class Gateway {
   private port = 0;
   private allowedHosts = new Set<string>();
   private localOrigins = new Set<string>();
+  private readonly dashboard: Dashboard;
+  private readonly listings = new Listings();
+  /** Admin responses still open after their handler returned: event streams, ended when the gateway stops. */
+  private readonly streams = new Set<ServerResponse>();
 
   constructor(private readonly opts: GatewayOptions) {
     this.config = opts.config;
+    this.dashboard = new Dashboard({ config: () => this.config, audit: opts.audit });
     this.grants = new Grants(opts.state.grants);
     this.approvals = new Approvals({
       store: opts.state.approvals,
@@ -165,6 +172,7 @@ export class Gateway {
 
   async stop(): Promise<void> {
     clearInterval(this.reaper);
+    for (const res of this.streams) res.end();
     this.stopApprovalMetrics();
     this.approvals.close();
     for (const stop of this.watchers.values()) stop();
@@ -242,7 +250,8 @@ export class Gateway {
     const raw = req.url ?? '/';
     const q = raw.indexOf('?');
     const pathname = q < 0 ? raw : raw.slice(0, q);
-    const m = /^\/mcp\/([^/]+)\/?$/.exec(pathname);
+    // /mcp/<server> and /<server>/mcp: clients that guess the transport from the URL want the latter.
+    const m = /^\/mcp\/([^/]+)\/?$/.exec(pathname) ?? /^\/([^/]+)\/mcp\/?$/.exec(pathname);
     if (m) return this.handleMcp(req, res, decodeURIComponent(m[1]));
     const url = new URL(raw, 'http://gateway');
     if (url.pathname === '/healthz') {
@@ -252,9 +261,10 @@ export class Gateway {
       res.end(JSON.stringify({ status: state.status === 'ok' ? 'ok' : 'degraded', servers: Object.keys(this.config.servers).length, sessions: this.sessions.size, state }));
       return;
     }
+    if (url.pathname === '/ui' || url.pathname.startsWith('/ui/')) return this.dashboard.handle(req, res, url.pathname);
     if (url.pathname === '/api' || url.pathname.startsWith('/api/')) {
       if (!this.config.admin) throw new HttpError(404, 'the admin API is off: set admin.token in the configuration');
-      if (!isAdmin(req, this.config)) {
+      if (!isAdmin(req, this.config) && !this.dashboard.authorizes(req)) {
         this.opts.audit.append({ kind: 'auth', decision: 'deny', message: `admin API: wrong or missing admin token (from ${req.socket.remoteAddress})` });
         throw new HttpError(401, 'the admin API needs Authorization: Bearer <admin token>', { 'www-authenticate': 'Bearer realm="toolgate-admin"' });
       }
@@ -263,8 +273,13 @@ export class Gateway {
         await handleAdmin(req, res, url, body, {
           config: () => this.config, state: this.opts.state, audit: this.opts.audit, grants: this.grants,
           sessions: (server) => [...this.sessions.values()].filter((l) => l.server === server).length,
+          listings: this.listings, applyPolicy: (file, result) => this.applyPolicy(file, result),
           approvals: this.approvals,
         });
+        if (!res.writableEnded) {
+          this.streams.add(res);
+          res.on('close', () => this.streams.delete(res));
+        }
       } catch (err) {
         if (err instanceof AdminError) throw new HttpError(err.status, err.message);
         throw err;
@@ -276,10 +291,10 @@ export class Gateway {
       res.end(await this.metrics.registry.metrics());
       return;
     }
-    const sse = /^\/sse\/([^/]+)(\/messages)?\/?$/.exec(url.pathname);
+    const sse = /^\/sse\/([^/]+)(\/messages)?\/?$/.exec(url.pathname) ?? /^\/([^/]+)\/sse(\/messages)?\/?$/.exec(url.pathname);
     if (sse) return this.handleSse(req, res, decodeURIComponent(sse[1]), sse[2] !== undefined, url);
     if (await this.auth.handle(req, res, url)) return;
-    throw new HttpError(404, `no such endpoint: ${url.pathname} (servers are at /mcp/<server> and /sse/<server>)`);
+    throw new HttpError(404, `no such endpoint: ${url.pathname} (servers are at /mcp/<server> or /<server>/mcp, and /sse/<server> or /<server>/sse)`);
   }
 
   /** Streamable HTTP: POST sends, GET opens the session's stream, DELETE ends the session. */
@@ -332,7 +347,8 @@ export class Gateway {
     const { server, grant } = await this.serverAndGrant(req, name);
     if (!messages) {
       if (req.method !== 'GET') throw new HttpError(405, 'open the SSE stream with GET');
-      const transport = new SSEServerTransport(`/sse/${encodeURIComponent(name)}/messages`, res);
+      // The message endpoint sits under the stream's own path, whichever form the client used.
+      const transport = new SSEServerTransport(`${url.pathname.replace(/\/$/, '')}/messages`, res);
       const live = this.open(transport.sessionId, name, server, grant, (session) => {
         transport.onmessage = (m) => session.fromClient(m);
         return {
@@ -382,29 +398,41 @@ export class Gateway {
         this.opts.log.error(`policy reload rejected, keeping the previous policy: ${formatIssue(file, result.issues[0])}`);
         return;
       }
-      let mtime = 0;
-      try { mtime = statSync(file).mtimeMs; } catch { /* gone again */ }
-      const policy = new CompiledPolicy(result.policy, result.hash);
-      this.policies.set(file, { mtime, policy });
-      for (const live of this.sessions.values()) if (live.policyFile === file) live.engine.setPolicy(policy);
-      this.opts.audit.append({ kind: 'policy_reload', policyHash: result.hash, message: file });
-      this.opts.log.info({ policy: file, policyHash: result.hash }, 'policy reloaded');
+      this.applyPolicy(file, result);
     }));
+  }
+
+  /** A valid policy file's new content reaches every live session using it (once per content: the watcher may see a save the dashboard applied). */
+  private applyPolicy(file: string, result: Extract<LoadResult, { ok: true }>): void {
+    let mtime = 0;
+    try { mtime = statSync(file).mtimeMs; } catch { /* gone again */ }
+    const current = this.policies.get(file);
+    if (current?.policy.hash === result.hash) {
+      current.mtime = mtime;
+      return;
+    }
+    const policy = new CompiledPolicy(result.policy, result.hash);
+    this.policies.set(file, { mtime, policy });
+    for (const live of this.sessions.values()) if (live.policyFile === file) live.engine.setPolicy(policy);
+    this.opts.audit.append({ kind: 'policy_reload', policyHash: result.hash, message: file });
+    this.opts.log.info({ policy: file, policyHash: result.hash }, 'policy reloaded');
   }
 
   private open(id: string, name: string, server: ServerConfig, grant: Grant, channelFor: (session: PolicySession) => ClientChannel): Live {
     const { log, state, audit } = this.opts;
     const policy = this.policyFor(server, grant);
-    const engine = new Engine({ policy: policy ?? compileObject(PENDING_POLICY), counters: state.counters, flags: state.flags, failOpen: this.config.fail_open });
+    const engine = new Engine({ policy: policy ?? compileObject(PENDING_POLICY), counters: state.counters, flags: state.flags, failOpen: server.fail_open ?? this.config.fail_open });
     const upstream: Upstream = 'command' in server
-      ? new StdioUpstream({ command: server.command, args: server.args, env: { ...process.env, ...server.env }, cwd: server.cwd, log })
+      ? new StdioUpstream({ command: server.command, args: server.args, env: { ...process.env, ...server.env }, cwd: server.cwd, log, stderr: log.child({ server: name, session: id }) })
       : new HttpUpstream({ url: new URL(server.url), headers: server.headers, log });
     const session: PolicySession = new PolicySession({
       engine,
       audit,
+      auditArgs: server.audit_args,
       identity: { sessionId: id, serverName: name, grant: { label: grant.label, tags: grant.tags } },
       log,
       pins: new PinGuard(state.pins, name, log),
+      callTimeoutMs: durationToMs(server.call_timeout),
       approvals: this.approvals,
       onToolsListed: policy ? undefined : recommendedPolicyFeed(engine, name, () => session, log),
       observe: {
@@ -416,13 +444,14 @@ export class Gateway {
         upstream: (_tool, outcome, seconds) => this.metrics.upstreamSeconds.observe({ server: name, outcome }, seconds),
       },
       toClient: (m, raw) => channel.send(m, raw, session.relatedRequest(m)),
-      toServer: (m) => { upstream.send(m).catch((err: Error) => session.deliveryFailed(m, err.message)); },
+      toServer: (m) => { upstream.send(m).catch((err: Error) => session.deliveryFailed(m, err)); },
     });
     const channel = channelFor(session);
     upstream.onmessage = (m, raw) => session.fromServer(m, raw);
     upstream.onclose = (reason) => {
       session.upstreamClosed(reason);
-      log.warn({ server: name, session: id }, `upstream gone: ${reason}`);
+      // Closing a session ends its upstream: only an upstream that goes on its own is news.
+      if (this.sessions.has(id)) log.warn({ server: name, session: id }, `upstream gone: ${reason}`);
     };
     const live: Live = { id, server: name, grant, engine, policyFile: policy ? (grant.policy ?? server.policy) : undefined, channel, upstream, session, lastActive: Date.now() };
     this.sessions.set(id, live);

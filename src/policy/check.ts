@@ -18,8 +18,21 @@ const NUMERIC_OPS = new Set(['lt', 'lte', 'gt', 'gte']);
 const STRING_OPS = new Set(['starts_with', 'ends_with', 'regex']);
 const LENGTH_OPS = new Set(['len_lte', 'len_gte']);
 
+const DECIMAL = /^-?(0|[1-9][0-9]*)(\.[0-9]+)?$/;
+
+/**
+ * The value as a number when it is a plain one, else NaN: a finite JSON number, or a string of
+ * canonical decimal digits (`-?(0|[1-9][0-9]*)(\.[0-9]+)?`), of magnitude up to 2^53 − 1 (beyond,
+ * runtimes round differently). Everything else — "99_999", "９９", "٩٩", " 5", "+5", "05", "1e5",
+ * "0x10", "Infinity", booleans, null — is not, because some runtime reads it as another number.
+ */
+export function plainNumber(v: unknown): number {
+  const n = typeof v === 'number' ? v : typeof v === 'string' && DECIMAL.test(v) ? Number(v) : NaN;
+  return Math.abs(n) <= Number.MAX_SAFE_INTEGER ? n : NaN;
+}
+
 export function isNumeric(v: unknown): boolean {
-  return (typeof v === 'number' && Number.isFinite(v)) || (typeof v === 'string' && v.trim() !== '' && Number.isFinite(Number(v)));
+  return !Number.isNaN(plainNumber(v));
 }
 
 /** Compiles a policy regex with RE2 (linear time: no catastrophic backtracking on any input). */
@@ -32,8 +45,8 @@ function checkCondition(c: Condition, at: (string | number)[], out: PolicyIssue[
   if (typeof parsed === 'string') out.push({ pointer: pointerOf([...at, 'path']), message: parsed });
   const v = c.value;
   const vp = pointerOf([...at, 'value']);
-  if (c.op === 'exists') {
-    if (v !== undefined && typeof v !== 'boolean') out.push({ pointer: vp, message: 'exists takes true or false' });
+  if (c.op === 'exists' || c.op === 'private_address') {
+    if (v !== undefined && typeof v !== 'boolean') out.push({ pointer: vp, message: `${c.op} takes true or false` });
     return;
   }
   if (v === undefined) {

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { parse as parseJsonc, printParseErrorCode, type ParseError } from 'jsonc-parser';
 import { isMap, isScalar, LineCounter, parseDocument, type Document } from 'yaml';
 import type { z } from 'zod';
 import { checkPolicy, pointerOf, type PolicyIssue } from './check.js';
@@ -67,12 +68,42 @@ export function validatePolicyObject(value: unknown): LoadResult {
 
 export type SchemaResult<T> = { ok: true; value: T } | { ok: false; issues: PolicyIssue[] };
 
+export interface ParseOptions {
+  /** Strict JSON (a `.json` file): trailing commas, comments and other YAML-isms are errors. */
+  json?: boolean;
+  check?: (raw: unknown) => PolicyIssue[];
+  prepare?: (raw: unknown, issues: PolicyIssue[]) => unknown;
+}
+
+/** The first syntax error of strict JSON, with its line:column (YAML would accept `{"a": {},}`); later ones follow from it. */
+function jsonSyntaxIssues(text: string): PolicyIssue[] {
+  const lines = new LineCounter();
+  lines.addNewLine(0);
+  for (let i = text.indexOf('\n'); i >= 0; i = text.indexOf('\n', i + 1)) lines.addNewLine(i + 1);
+  const errors: ParseError[] = [];
+  parseJsonc(text, errors, { disallowComments: true, allowTrailingComma: false, allowEmptyContent: false });
+  return errors.slice(0, 1).map((e) => {
+    const pos = lines.linePos(e.offset);
+    const words = printParseErrorCode(e.error).replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase();
+    return { pointer: '', message: `not valid JSON: ${words}`, line: pos.line, column: pos.col };
+  });
+}
+
+/** Whether a file is read as strict JSON (by its name) rather than YAML. */
+export function isJsonFile(file: string): boolean {
+  return /\.json$/i.test(file);
+}
+
 /**
  * Parses JSON or YAML (JSON as YAML 1.2, for positions; duplicate keys are errors) and validates
  * it: every schema issue and every issue of `check` (which sees the raw document, possibly
  * rewritten by `prepare`) comes back with its JSON pointer and line:column.
  */
-export function parseWithSchema<T>(text: string, schema: z.ZodType<T>, options: { check?: (raw: unknown) => PolicyIssue[]; prepare?: (raw: unknown, issues: PolicyIssue[]) => unknown } = {}): SchemaResult<T> {
+export function parseWithSchema<T>(text: string, schema: z.ZodType<T>, options: ParseOptions = {}): SchemaResult<T> {
+  if (options.json) {
+    const syntax = jsonSyntaxIssues(text);
+    if (syntax.length > 0) return { ok: false, issues: syntax };
+  }
   const lines = new LineCounter();
   const doc = parseDocument(text, { lineCounter: lines, uniqueKeys: true, prettyErrors: false });
   if (doc.errors.length > 0) {
@@ -98,8 +129,8 @@ export function parseWithSchema<T>(text: string, schema: z.ZodType<T>, options: 
 }
 
 /** Parses and validates policy text (JSON or YAML). */
-export function parsePolicyText(text: string): LoadResult {
-  const r = parseWithSchema(text, PolicySchema, { check: checkPolicy });
+export function parsePolicyText(text: string, options: { json?: boolean } = {}): LoadResult {
+  const r = parseWithSchema(text, PolicySchema, { check: checkPolicy, json: options.json });
   if (!r.ok) return r;
   return { ok: true, policy: r.value, hash: sha256(canonicalJson(r.value)).slice(0, 16) };
 }
@@ -111,7 +142,7 @@ export function loadPolicyFile(file: string): LoadResult {
   } catch (err) {
     return { ok: false, issues: [{ pointer: '', message: `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}` }] };
   }
-  return parsePolicyText(text);
+  return parsePolicyText(text, { json: isJsonFile(file) });
 }
 
 export function formatIssue(file: string, issue: PolicyIssue): string {

@@ -8,7 +8,7 @@ import { z } from 'zod';
 
 export const OPERATORS = [
   'eq', 'neq', 'in', 'not_in', 'lt', 'lte', 'gt', 'gte', 'regex',
-  'contains', 'starts_with', 'ends_with', 'exists', 'len_lte', 'len_gte',
+  'contains', 'starts_with', 'ends_with', 'exists', 'len_lte', 'len_gte', 'private_address',
 ] as const;
 export type Operator = (typeof OPERATORS)[number];
 
@@ -74,7 +74,8 @@ export const AllToolsSchema = z.strictObject({
 
 export const PolicySchema = z.strictObject({
   $schema: z.string().optional(),
-  version: z.literal('1'),
+  // YAML reads `version: 1` as a number; it means the same.
+  version: z.union([z.literal('1'), z.literal(1).transform(() => '1' as const)], { error: 'version must be "1"' }),
   description: z.string().optional(),
   default: z.enum(['allow', 'deny']).default('deny').describe('What happens to a tool with no entry under tools'),
   mode: z.enum(['enforce', 'shadow']).default('enforce'),

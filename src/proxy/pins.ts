@@ -37,15 +37,20 @@ export class PinGuard {
       changed.push(t.name);
       if (!this.warned.has(`${t.name}:${fp}`)) {
         this.warned.add(`${t.name}:${fp}`);
-        this.log.warn({ server: this.server, tool: t.name }, this.pins?.[t.name] ? 'tool definition changed since it was pinned' : 'tool is new since the server was pinned');
+        this.log.warn({ server: this.server, tool: t.name }, this.pinned(t.name) !== undefined ? 'tool definition changed since it was pinned' : 'tool is new since the server was pinned');
       }
     }
     return changed;
   }
 
+  /** Own properties only: a tool called "constructor" or "__proto__" is not pinned by Object.prototype. */
+  private pinned(name: string): string | undefined {
+    return this.pins && Object.hasOwn(this.pins, name) ? this.pins[name] : undefined;
+  }
+
   isChanged(name: string): boolean {
     if (!this.pins) return false;
-    const pinned = this.pins[name];
+    const pinned = this.pinned(name);
     if (pinned === undefined) return true;
     const listed = this.listed.get(name);
     return listed !== undefined && listed !== pinned;

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { constants } from 'node:os';
-import { basename, join } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { Approvals, cliHowTo } from '../approvals/index.js';
 import { AuditLog } from '../audit/index.js';
@@ -30,6 +30,10 @@ export interface RunOptions {
   shadow?: boolean;
   failOpen?: boolean;
   serverName?: string;
+  /** Each line of the server's stderr as a log entry (`run --json`), instead of passing it through raw. */
+  logStderr?: boolean;
+  /** How long a forwarded tools/call may wait for its answer (default 5 minutes). */
+  callTimeoutMs?: number;
   log: Logger;
   stdin?: Readable;
   stdout?: Writable;
@@ -80,6 +84,7 @@ export async function runProxy(opts: RunOptions): Promise<number> {
     howTo: cliHowTo(opts.stateDsn === plainDefault ? '' : `--state ${opts.stateDsn}`),
     onHeld: (_a, notice) => { process.stderr.write(`toolgate: ${notice}\n`); },
   });
+  const sessionId = randomUUID();
   const stdin = opts.stdin ?? process.stdin;
   const stdout = opts.stdout ?? process.stdout;
 
@@ -88,7 +93,8 @@ export async function runProxy(opts: RunOptions): Promise<number> {
   // An HTTP upstream has no exit code: 0 when the client hung up, 1 when the server went away.
   let httpDone: (code: number) => void = () => {};
   if ('command' in opts.upstream) {
-    const child = new StdioUpstream({ command: opts.upstream.command, args: opts.upstream.args, env: process.env, log });
+    const stderr = opts.logStderr ? log.child({ server: serverName, session: sessionId }) : 'inherit';
+    const child = new StdioUpstream({ command: opts.upstream.command, args: opts.upstream.args, env: process.env, log, stderr });
     upstream = child;
     exited = child.exited.then(({ code, signal }) => (signal ? 128 + (constants.signals[signal] ?? 0) : code ?? 0));
   } else {
@@ -103,10 +109,11 @@ export async function runProxy(opts: RunOptions): Promise<number> {
     onToolsListed: opts.policyFile ? undefined : recommendedPolicyFeed(engine, serverName, () => session, log, { clientApproves: true }),
     approvals,
     auditArgs: opts.auditArgs,
-    identity: { sessionId: randomUUID(), serverName, grant: { label: opts.grant, tags: [] } },
+    callTimeoutMs: opts.callTimeoutMs,
+    identity: { sessionId, serverName, grant: { label: opts.grant, tags: [] } },
     log,
     toClient: (m, raw) => { stdout.write((raw ?? JSON.stringify(m)) + '\n'); },
-    toServer: (m: Json) => { upstream.send(m).catch((err: Error) => session.deliveryFailed(m, err.message)); },
+    toServer: (m: Json) => { upstream.send(m).catch((err: Error) => session.deliveryFailed(m, err)); },
   });
   upstream.onmessage = (m, raw) => session.fromServer(m, raw);
   const previousOnClose = upstream.onclose;
@@ -118,7 +125,7 @@ export async function runProxy(opts: RunOptions): Promise<number> {
 
   const mode = engine.shadow ? 'shadow' : 'enforce';
   if (opts.policyFile) log.info({ server: serverName, policy: opts.policyFile, policyHash: policy.hash, mode, grant: opts.grant }, 'toolgate run: policy loaded');
-  audit.append({ kind: 'start', server: serverName, grant: opts.grant, policyHash: policy.hash, message: `run (${mode}${opts.policyFile ? '' : ', recommended policy'})` });
+  audit.append({ kind: 'start', server: serverName, grant: opts.grant, policyHash: policy.hash, message: `run (${mode}, ${opts.policyFile ? `policy ${resolve(opts.policyFile)}` : 'recommended policy'})` });
 
   const policyFile = opts.policyFile;
   const stopWatching = !policyFile ? () => {} : watchPolicyFile(policyFile, (result) => {
@@ -128,7 +135,7 @@ export async function runProxy(opts: RunOptions): Promise<number> {
     }
     if (result.hash === engine.current.hash) return;
     engine.setPolicy(new CompiledPolicy(result.policy, result.hash));
-    audit.append({ kind: 'policy_reload', server: serverName, policyHash: result.hash, message: policyFile });
+    audit.append({ kind: 'policy_reload', server: serverName, policyHash: result.hash, message: resolve(policyFile) });
     log.info({ policyHash: result.hash }, 'policy reloaded');
   });
 
@@ -153,6 +160,7 @@ export async function runProxy(opts: RunOptions): Promise<number> {
   approvals.close();
   stdin.pause();
   await state.close();
+  audit.append({ kind: 'stop', server: serverName, grant: opts.grant, message: `run exited (${code})` });
   audit.close();
   return code;
 }

@@ -2,9 +2,10 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { elicitationDecision, elicitationParams, outcomeMessage, retryMessage, waitingMessage, type Approvals } from '../approvals/index.js';
 import type { AuditDecision, AuditLog, AuditRef } from '../audit/index.js';
+import { malformedName, skeleton, type CallContext, type Decision, type Engine } from '../engine/index.js';
 import type { Approval } from '../state/types.js';
-import { skeleton, type CallContext, type Decision, type Engine } from '../engine/index.js';
 import type { PinGuard } from './pins.js';
+import { NotDelivered } from './upstream.js';
 import {
   badMethod, denialResult, depthExceeds, errorResponse, idKey, isObject, isValidId,
   INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, type Id, type Json,
@@ -39,6 +40,12 @@ export interface SessionOptions {
   approvals?: Approvals;
   /** Largest accepted nesting depth of tools/call arguments. */
   maxDepth?: number;
+  /**
+   * How long a forwarded tools/call may wait for its answer (default 5 minutes; 0: for ever),
+   * counted from when it is written upstream; each progress notification for it starts the wait
+   * again. On expiry the call is cancelled upstream and the client gets a timeout error.
+   */
+  callTimeoutMs?: number;
   now?: () => number;
 }
 
@@ -53,6 +60,8 @@ interface Pending {
   paged?: boolean;
   decision?: Decision;
   audit?: AuditRef;
+  /** Runs out after callTimeoutMs without an answer or progress (forwarded tools/call only). */
+  timer?: NodeJS.Timeout;
   /** A call held for approval: aborting stops waiting (the approval itself stays pending). */
   held?: AbortController;
 }
@@ -67,6 +76,11 @@ function progressTokenOf(params: unknown): unknown {
   return isObject(params) && isObject(params._meta) ? params._meta.progressToken : undefined;
 }
 
+const DEFAULT_CALL_TIMEOUT_MS = 5 * 60_000;
+/** The SDK's RequestTimeout code. */
+const REQUEST_TIMEOUT = -32001;
+const UNANSWERED = '. The call had been sent, so it may have run: it counts against its limits.';
+const MALFORMED_NAME_RULE = '(tool-name)';
 const APPROVAL_UNAVAILABLE = 'Approvals are not available in this toolgate yet, so the call was not forwarded.';
 
 /**
@@ -79,6 +93,8 @@ export class PolicySession {
   /** The server's instructions from its initialize answer. */
   serverInstructions?: string;
   private readonly pending = new Map<string, Pending>();
+  /** Forwarded tools/calls by their progress token, so the server's progress keeps them alive. */
+  private readonly byProgressToken = new Map<unknown, Pending>();
   private readonly knownTools = new Map<string, string[]>();
   private readonly skeletons = new Map<string, string>();
   /** Messages that arrived while an asynchronous decision was pending: order is kept. */
@@ -224,7 +240,7 @@ export class PolicySession {
     };
   }
 
-  private record(ctx: CallContext, decision: AuditDecision, rule: string, message?: string): AuditRef | undefined {
+  private record(ctx: CallContext, decision: AuditDecision, rule: string, message?: string, forwarded = false): AuditRef | undefined {
     const { audit, identity, auditArgs, engine } = this.opts;
     if (!audit) return undefined;
     return audit.append({
@@ -240,6 +256,7 @@ export class PolicySession {
       args: ctx.args,
       storeArgValues: auditArgs,
       policyHash: engine.current.hash,
+      awaitsOutcome: forwarded,
     });
   }
 
@@ -269,6 +286,14 @@ export class PolicySession {
       });
     }
     const ctx = this.context(params.name, args);
+    const malformed = malformedName(params.name);
+    if (malformed) {
+      // A denial the agent can read, like any other: the name is never judged, so never forwarded.
+      const text = `This call was not forwarded: ${malformed}.`;
+      this.record(ctx, 'deny', MALFORMED_NAME_RULE, text);
+      this.opts.toClient(denialResult(id, text, MALFORMED_NAME_RULE, null));
+      return;
+    }
     // Reserve the id before awaiting the decision, so a second request with this id is refused.
     const pending: Pending = { method: 'tools/call', started: ctx.now, id, tool: params.name, progressToken: progressTokenOf(params) };
     this.pending.set(key, pending);
@@ -443,8 +468,25 @@ export class PolicySession {
     }
     const shadowDeny = decision.verdict !== 'allow';
     pending.decision = decision;
-    pending.audit = this.record(ctx, shadowDeny ? 'shadow_deny' : 'allow', decision.rule, decision.message);
+    pending.audit = this.record(ctx, shadowDeny ? 'shadow_deny' : 'allow', decision.rule, decision.message, true);
     this.opts.toServer(message);
+    // The wait starts when the call is written upstream (a call held for approval is not waiting on the server).
+    const timeoutMs = this.opts.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
+    if (timeoutMs > 0 && this.pending.get(key) === pending) {
+      pending.timer = setTimeout(() => this.timedOut(key, pending, timeoutMs), timeoutMs);
+      pending.timer.unref();
+      if (pending.progressToken !== undefined) this.byProgressToken.set(pending.progressToken, pending);
+    }
+  }
+
+  /** No answer (nor progress) in time: cancelled upstream, committed (it was written), a timeout error to the client. */
+  private timedOut(key: string, pending: Pending, timeoutMs: number): void {
+    if (this.pending.get(key) !== pending) return;
+    this.pending.delete(key);
+    const seconds = Math.round(timeoutMs / 100) / 10;
+    this.opts.toServer({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: pending.id, reason: `toolgate: no answer within the call timeout (${seconds} s)` } });
+    this.finish(pending, 'timeout', true);
+    this.reject(pending.id!, REQUEST_TIMEOUT, `The call to "${pending.tool}" timed out: the upstream MCP server did not answer within ${seconds} s (call_timeout). It was cancelled upstream; it may have run.`);
   }
 
   /** Advertised tool names that look like `name` (memoised: names repeat). */
@@ -475,6 +517,10 @@ export class PolicySession {
   }
 
   private finish(pending: Pending, outcome: string, ok: boolean): void {
+    if (pending.timer) {
+      clearTimeout(pending.timer);
+      if (this.byProgressToken.get(pending.progressToken) === pending) this.byProgressToken.delete(pending.progressToken);
+    }
     pending.held?.abort();
     if (pending.tool !== undefined) this.opts.observe?.upstream(pending.tool, outcome, (this.now() - pending.started) / 1000);
     if (pending.decision) {
@@ -490,6 +536,9 @@ export class PolicySession {
       this.opts.toClient(message as Json, raw);
       return;
     }
+    if (this.byProgressToken.size > 0 && message.method === 'notifications/progress' && isObject(message.params)) {
+      this.byProgressToken.get(message.params.progressToken)?.timer?.refresh();
+    }
     const isResponse = !Object.hasOwn(message, 'method') && isValidId(message.id);
     if (isResponse && this.answerOwn(message, 'server')) return;
     if (message.method === 'notifications/tools/list_changed') {
@@ -503,6 +552,12 @@ export class PolicySession {
       return;
     }
     this.pending.delete(idKey(message.id as Id));
+    if (pending.method === 'tools/call') {
+      // Settled and journalled before the client hears the answer, so kill -9 after it keeps the outcome.
+      const failed = Object.hasOwn(message, 'error');
+      const result = message.result;
+      this.finish(pending, failed ? 'error' : isObject(result) && result.isError === true ? 'is_error' : 'result', !failed);
+    }
     if (pending.method === 'initialize' && isObject(message.result)) {
       if (typeof message.result.instructions === 'string') this.serverInstructions = message.result.instructions;
       this.serverHasTools = isObject(message.result.capabilities) && isObject(message.result.capabilities.tools);
@@ -513,30 +568,24 @@ export class PolicySession {
     } else {
       this.opts.toClient(message, raw);
     }
-    if (pending.method === 'tools/call') {
-      const failed = Object.hasOwn(message as Json, 'error');
-      const result = (message as Json).result;
-      this.finish(pending, failed ? 'error' : isObject(result) && result.isError === true ? 'is_error' : 'result', !failed);
-    }
   }
 
   /**
-   * Removes hidden tools (under their own name and their skeleton) and, when pins block, tools
-   * whose definitions changed; remembers the rest for look-alike checks.
+   * Remembers every listed tool for look-alike checks, then removes the ones the agent could
+   * never call: hidden, denied outright or without an entry under default deny (Engine.listable),
+   * and, when pins block, those whose definitions changed.
    */
   private filterTools(tools: unknown[]): unknown[] {
-    const policy = this.opts.engine.current;
+    const { engine } = this.opts;
     const changed = new Set(this.opts.pins?.review(tools) ?? []);
-    const blockChanged = policy.pinsOnChange === 'block';
+    const blockChanged = engine.current.pinsOnChange === 'block';
     return tools.filter((tool) => {
       if (!isObject(tool) || typeof tool.name !== 'string') return true;
       const name = tool.name;
-      if (policy.isHidden(name) || policy.isHidden(skeleton(name))) return false;
-      if (blockChanged && changed.has(name)) return false;
       const sk = skeleton(name);
       const names = this.knownTools.get(sk) ?? [];
       if (!names.includes(name)) this.knownTools.set(sk, [...names, name]);
-      return true;
+      return engine.listable(name) && !(blockChanged && changed.has(name));
     });
   }
 
@@ -565,27 +614,35 @@ export class PolicySession {
     if (this.cancelled(cancel.params) !== 'held') this.opts.toServer(cancel);
   }
 
-  /** A message could not be delivered upstream: its request, if any, fails now instead of hanging. */
-  deliveryFailed(message: Json, reason: string): void {
+  /**
+   * A message could not be delivered upstream: its request, if any, fails now instead of hanging.
+   * A call's reservation is given back only when the transport knows the message never reached
+   * the server (`NotDelivered`); otherwise the call may have run, and it counts.
+   */
+  deliveryFailed(message: Json, err: Error): void {
     if (!isValidId(message.id) || Object.hasOwn(message, 'result') || Object.hasOwn(message, 'error')) return;
     const key = idKey(message.id);
     const pending = this.pending.get(key);
     if (!pending) return;
     this.pending.delete(key);
-    this.finish(pending, 'unreachable', false);
-    this.reject(message.id, INTERNAL_ERROR, `The upstream MCP server could not be reached: ${reason}`);
+    const never = err instanceof NotDelivered;
+    this.finish(pending, never ? 'unreachable' : 'unanswered', !never);
+    this.reject(message.id, INTERNAL_ERROR, `The upstream MCP server could not be reached: ${err.message}${never ? '' : UNANSWERED}`);
   }
 
-  /** The upstream is gone: every request in flight gets a clear error, reservations are rolled back. */
+  /**
+   * The upstream is gone: every request in flight gets a clear error. A call already written
+   * upstream keeps its reservation (the server may have run it before it died; SPEC section 2).
+   */
   upstreamClosed(reason: string): void {
     this.closed = true;
     for (const own of [...this.own.values()]) own.resolve({ jsonrpc: '2.0', error: { code: INTERNAL_ERROR, message: reason } });
     this.own.clear();
     for (const [key, pending] of this.pending) {
       this.pending.delete(key);
-      const id: Id = key[0] === 'n' ? Number(key.slice(1)) : key.slice(1);
-      this.finish(pending, 'unreachable', false);
-      this.reject(id, INTERNAL_ERROR, `The upstream MCP server is unavailable: ${reason}`);
+      const forwarded = pending.decision !== undefined;
+      this.finish(pending, forwarded ? 'unanswered' : 'unreachable', forwarded);
+      this.reject(pending.id ?? null, INTERNAL_ERROR, `The upstream MCP server is unavailable: ${reason}${forwarded ? UNANSWERED : ''}`);
     }
   }
 }

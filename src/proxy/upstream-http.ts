@@ -4,12 +4,27 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from 'pino';
 import type { Json } from './messages.js';
-import type { Upstream } from './upstream.js';
+import { NotDelivered, type Upstream } from './upstream.js';
 
 export interface HttpUpstreamOptions {
   url: URL;
   headers: Record<string, string>;
   log: Logger;
+}
+
+/** Failures before any byte of the request left (no connection, TLS refused). */
+const CONNECT_FAILURES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL', 'UND_ERR_CONNECT_TIMEOUT']);
+
+/**
+ * True when the error says the server never got the message: the connection was never made, or
+ * the server refused the request with a 4xx status. A reset, a 5xx or an unreadable answer mean
+ * it may have run it.
+ */
+function neverArrived(err: Error): boolean {
+  if (err instanceof StreamableHTTPError) return err.code !== undefined && err.code >= 400 && err.code < 500;
+  if (err.message === 'Not connected') return true;
+  const code = (err.cause as { code?: string } | undefined)?.code ?? (err as NodeJS.ErrnoException).code;
+  return code !== undefined && (CONNECT_FAILURES.has(code) || code.startsWith('ERR_TLS') || code.includes('CERT'));
 }
 
 /**
@@ -48,10 +63,10 @@ export class HttpUpstream implements Upstream {
     if (typeof version === 'string') t.setProtocolVersion?.(version);
   }
 
-  /** Sends in order; a rejected promise means this message did not reach the server. */
+  /** Sends in order; rejects with NotDelivered when the message certainly did not reach the server. */
   send(message: Json): Promise<void> {
     if (message.method === 'initialize' && message.id !== undefined) this.initializeId = message.id;
-    const sent = this.queue.then(() => this.deliver(message));
+    const sent = this.queue.then(() => this.deliver(message)).catch((err: Error) => { throw neverArrived(err) ? new NotDelivered(err.message) : err; });
     this.queue = sent.catch(() => {});
     return sent;
   }

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import type { Logger } from 'pino';
 import { readLines } from './lines.js';
 import type { Json } from './messages.js';
-import type { Upstream } from './upstream.js';
+import { NotDelivered, type Upstream } from './upstream.js';
 
 export interface StdioUpstreamOptions {
   command: string;
@@ -11,9 +11,11 @@ export interface StdioUpstreamOptions {
   env: NodeJS.ProcessEnv;
   cwd?: string;
   log: Logger;
+  /** Where the server's stderr goes: passed through raw (MCP clients expect that of a stdio server), or each line a log entry here. */
+  stderr?: 'inherit' | Logger;
 }
 
-/** An MCP server as a child process speaking newline-delimited JSON; its stderr passes through. */
+/** An MCP server as a child process speaking newline-delimited JSON; its stderr passes through or is logged. */
 export class StdioUpstream implements Upstream {
   readonly child: ChildProcess;
   onmessage?: (message: unknown, raw?: string) => void;
@@ -22,7 +24,12 @@ export class StdioUpstream implements Upstream {
   private turn = false;
 
   constructor(opts: StdioUpstreamOptions) {
-    this.child = spawn(opts.command, opts.args, { env: opts.env, cwd: opts.cwd, stdio: ['pipe', 'pipe', 'inherit'] });
+    const stderr = opts.stderr ?? 'inherit';
+    this.child = spawn(opts.command, opts.args, { env: opts.env, cwd: opts.cwd, stdio: ['pipe', 'pipe', stderr === 'inherit' ? 'inherit' : 'pipe'] });
+    if (stderr !== 'inherit') {
+      const logLine = (line: string) => { if (line.trim()) stderr.info({ stream: 'stderr' }, line.replace(/\r$/, '')); };
+      readLines(this.child.stderr!, logLine, () => stderr.warn('the server wrote a stderr line over 64 KiB; it was dropped'), 64 * 1024);
+    }
     this.exited = new Promise((resolve) => {
       this.child.on('error', (err: NodeJS.ErrnoException) => {
         const reason = err.code === 'ENOENT' ? `command not found: ${opts.command}` : err.message;
@@ -54,7 +61,7 @@ export class StdioUpstream implements Upstream {
 
   send(message: Json): Promise<void> {
     const stdin = this.child.stdin;
-    if (!stdin?.writable) return Promise.reject(new Error('the server process is not running'));
+    if (!stdin?.writable) return Promise.reject(new NotDelivered('the server process is not running'));
     // The first message of an event-loop turn goes out at once; more in the same turn (a busy
     // gateway) are held to the turn's end and go out in one write, one wake-up of the server.
     if (!this.turn) {

@@ -85,7 +85,7 @@ export const ATTACKS: AttackPattern[] = [
     categories: ['Read'],
     signals: ['credentials'],
     needsSignal: true,
-    mitigation: '`hide` tools that return secrets; keep argument values out of the audit log (toolgate\'s default) and mask secret-looking fields when values are on.',
+    mitigation: 'The recommended policy puts a Read that returns credentials or the environment behind approval (`"action": "approve"`); `hide` it where nobody needs it; keep argument values out of the audit log (toolgate\'s default) and mask secret-looking fields when values are on.',
   },
   {
     id: 'command-injection',
@@ -111,7 +111,7 @@ export const ATTACKS: AttackPattern[] = [
     categories: ['Read', 'Write', 'Execute'],
     signals: ['url'],
     needsSignal: true,
-    mitigation: '`deny_if` on `args.url` matching private and link-local hosts, or `require` an allow-list of hosts.',
+    mitigation: 'The recommended policy rate-limits a URL fetcher like a Write and adds `deny_if` with `{"path": "args.url", "op": "private_address", "value": true}`, which reads the host as the WHATWG URL parser does (decimal and hex IPs, `[::ffff:127.0.0.1]`, `localhost.`, userinfo). It cannot see a public name that resolves to a private address, so `require` an allow-list of hosts where the destinations are known.',
   },
   {
     id: 'mass-deletion',

@@ -1,13 +1,15 @@
 import {
-  AMBIGUOUS, DETACHABLE_NOUNS, EXEC_NOUNS, EXEC_PROSE, HTTP_METHODS, isNoun, LIGHT_NOUNS,
-  lookupVerb, MONEY_MOVES, MONEY_NOUNS, MONEY_VERBS_ON_OBJECT, PHRASES, PROCESS_NOUNS, REPORT_NOUNS,
+  AGENT_NAMES, AMBIGUOUS, ARTEFACT_NOUNS, CONTEXT_MONEY_NOUNS, DEPLOY_SERVER, METERED_NOUNS, DETACHABLE_NOUNS, EXEC_NOUNS, EXEC_PROSE,
+  HTTP_METHODS, isNoun, LIGHT_NOUNS, lookupVerb, MAKING_VERBS, MONEY_MOVES, MONEY_NOUNS, MONEY_SERVER,
+  MONEY_VERBS_ON_OBJECT, PHRASES, PICTURE_NOUNS, PROCESS_NOUNS, PROTECTION_NOUNS, QUERY_LANGUAGE, REPORT_NOUNS,
 } from './lexicon.js';
+import { article, capitalise, gerund, needsArticle, nounPhrase } from './prose.js';
 import { signalsOf } from './signals.js';
 import {
   DEFAULT_RISK, RISKS, SEVERITY, type Category, type Classification, type Evidence, type Risk, type ServerContext,
   type Signal, type ToolDefinition,
 } from './types.js';
-import { nameWords } from './words.js';
+import { baseForms, nameWords } from './words.js';
 
 /**
  * Deterministic, explainable classification of what a tool can do (SPEC section 5). No model and
@@ -22,42 +24,80 @@ interface Action {
   category: Category;
   /** The words the verb acts on. */
   objects: string[];
-  why: string;
+  /** The object as a person would write it ("a pull request", "USDC to an address"). */
+  phrase: string;
+  /** What doing it does, as a predicate ("destroys data or removes a protection"). */
+  effect: string;
+  /** The verb opens its sentence, so verb and phrase read as the author wrote them. */
+  lead?: boolean;
 }
 
-const COMPOUND_NOUNS: [string, string][] = [['merge', 'request'], ['pull', 'request'], ['merge', 'requests'], ['pull', 'requests'], ['sign', 'in']];
-const FLUFF = /^(?:this (?:tool|function|endpoint) (?:will |can |is used to |lets you |allows you to )?|use this (?:tool )?to |tool (?:to|for) |allows? (?:you |the agent |users )?to |helps? (?:you )?(?:to )?|lets you |used to |a tool (?:to|that|for) |you can )/;
+/** What the server as a whole says, computed once per server. */
+export interface ServerProfile {
+  browser: boolean;
+  /** Money is the server's business (payments, billing, an exchange, a wallet). */
+  money: boolean;
+  /** The server deploys applications (GitOps, CD): a sync there is a deployment. */
+  deploy: boolean;
+  text: string;
+  words: Set<string>;
+}
+
+interface Context {
+  browser: boolean;
+  money: boolean;
+  deploy: boolean;
+  description: string;
+  sql: boolean;
+  serverWords: Set<string>;
+}
+
+const COMPOUND_NOUNS: [string, string][] = [['merge', 'request'], ['pull', 'request'], ['merge', 'requests'], ['pull', 'requests'], ['sign', 'in'], ['payment', 'method'], ['auto', 'renewal'], ['commit', 'message']];
+const FLUFF = /^(?:this (?:tool|function|endpoint) (?:will |can |is used to |lets you |allows you to )?|use this (?:tool )?to |tool (?:to|for) |allows? (?:you |the agent |users )?to |helps? (?:you )?(?:to )?|lets you |used to |a tool (?:to|that|for) |you can |(?:an? )?(?:simple |powerful )?(?:tool|utility|function) (?:to|that|for) )/i;
 const BROWSER_SERVER = /playwright|puppeteer|browser|chrome|devtools|selenium|webdriver/;
-const SAVES_TO_DISK = /\b(will be saved|are saved|is saved|output ?dir(?:ectory)?)\b/;
-const AGENT_PROSE = /^(?:an? )?(?:autonomous|ai)[\w -]{0,24} agent\b/;
-const SQL_CONTEXT = /\b(sql|select|postgres|mysql|sqlite|database query|read-only query)\b/;
+const SAVES_TO_DISK = /\b(will be saved|are saved|is saved|output ?dir(?:ectory)?|saves (?:it |them |the \w+ )?(?:to|as|in) (?:a |the )?(?:file|disk|folder|directory|path)|writes (?:it |them |the \w+ )?to (?:a |the )?(?:file|disk))\b/;
+const AGENT_PROSE = /^(?:an? )?(?:autonomous|ai|coding|code)?[\w -]{0,24} (?:agent|assistant)\b/;
+const SQL_CONTEXT = /\b(sql|select [\w*]+ from|postgres\w*|mysql|sqlite|database query|read-only query)\b/;
+/** Prose that makes a change permanent: removed "permanently", work discarded. */
+const IRREVERSIBLE = /\b(permanently|irreversibl[ey]|cannot be undone|can ?not be (?:undone|recovered|reversed)|can't be undone|unrecoverable|no way to undo|hard reset|discard(?:s|ing)? (?:all |any |local |your )?(?:uncommitted |unsaved |local )?(?:changes|work|modifications|commits)|(?:changes|work) (?:will be|are) lost|wipes?|erases?|purges?)\b/;
+const ACTION_PARAM = /^(action|actions|operation|operations|op|mode|command|subcommand|cmd|method_name)$/i;
+const FORCE_PARAM = /^(force|hard|permanent|permanently|purge|force_delete|hard_delete|forced)$/i;
+/** Verbs a force option turns into a destruction (a force push rewrites history; a forced checkout discards changes). */
+const FORCEABLE = new Set(['push', 'reset', 'checkout', 'restore', 'revert', 'clean', 'switch', 'rebase', 'overwrite', 'sync', 'pull']);
+const OUTPUT_FILE_PARAM = /^(output_?path|output_?file|save_?path|save_?to|out_?file|output_?dir(ectory)?|output_?filename)$/i;
 
 function joinCompounds(words: string[]): string[] {
   const out: string[] = [];
   for (let i = 0; i < words.length; i++) {
     const pair = COMPOUND_NOUNS.find(([a, b]) => words[i] === a && words[i + 1] === b);
-    if (pair) { out.push(`${pair[0]}_${pair[1]}`); i++; } else out.push(words[i]);
+    if (pair) { out.push(`${pair[0]}_${pair[1]}`); i++; } else if (!/^v\d+$/.test(words[i])) out.push(words[i]);
   }
   return out;
 }
 
-const sentences = new Map<string, string>();
+interface Sentence { text: string; lower: string }
+const sentences = new Map<string, Sentence>();
 
-/** The first sentence, lower-cased and without markdown (memoised: rationale and evidence quote it too). */
-function firstSentence(text: string): string {
+/** The first sentence, without markdown, as written and lower-cased (memoised: rationale and evidence quote it too). */
+function firstSentence(text: string): Sentence {
   let out = sentences.get(text);
   if (out === undefined) {
-    out = computeFirstSentence(text);
+    const clean = text.slice(0, 600).replace(/[*`#>_]+/g, ' ').replace(/\s+/g, ' ').trim();
+    const end = clean.search(/[.!?:;\n](\s|$)/);
+    const first = (end > 0 ? clean.slice(0, end) : clean).slice(0, 240);
+    const rest = end > 0 ? clean.slice(end + 1).trim() : '';
+    out = { text: first, lower: first.toLowerCase() };
+    if (!/[a-z]{3}/i.test(first) && rest) out = firstSentence(rest);
     if (sentences.size > 50_000) sentences.clear();
     sentences.set(text, out);
   }
   return out;
 }
 
-function computeFirstSentence(text: string): string {
-  const clean = text.slice(0, 600).replace(/[*`#>_]+/g, ' ').replace(/\s+/g, ' ').trim().toLowerCase();
-  const end = clean.search(/[.!?:;\n](\s|$)/);
-  return (end > 0 ? clean.slice(0, end) : clean).slice(0, 240);
+/** A quotation of at most about 100 characters, cut at a word. */
+function quote(text: string): string {
+  if (text.length <= 100) return text;
+  return `${text.slice(0, 100).replace(/\s+\S*$/, '')}…`;
 }
 
 function lightFor(verb: string, objects: string[]): boolean {
@@ -65,54 +105,79 @@ function lightFor(verb: string, objects: string[]): boolean {
   return objects.some((o) => isNoun(set, o));
 }
 
+const PAGES = new Set(['page', 'pages', 'tab', 'tabs']);
+const METERED_VERBS = new Set(['create', 'record', 'report', 'ingest', 'track', 'send', 'add', 'grant', 'deduct', 'consume', 'use', 'spend', 'submit', 'log']);
+const APPS = new Set(['app', 'apps', 'application', 'applications', 'service', 'services', 'release', 'releases', 'deployment', 'deployments', 'stack', 'stacks']);
+const READ_ONLY = /\b(read-only|readonly|read only|does not (?:modify|change|write)|doesn't (?:modify|change)|without (?:modifying|changing) anything)\b/;
+
+function isMoney(o: string, verb: string, ctx: Context): boolean {
+  return isNoun(MONEY_NOUNS, o) || (ctx.money && (baseForms(o).some((f) => CONTEXT_MONEY_NOUNS.get(f)?.has(verb)) || (METERED_NOUNS.has(o) && METERED_VERBS.has(verb))));
+}
+
 /** Refines a verb's category by what it acts on and where. */
-function refine(verb: string, base: Category, objects: string[], ctx: { browser: boolean; description: string; sql: boolean; serverWords: Set<string> }): Action {
+function refine(verb: string, base: Category, objects: string[], ctx: Context, phrase = nounPhrase(objects), direct = objects[objects.length - 1]): Action {
   const has = (set: Set<string>) => objects.some((o) => isNoun(set, o));
-  const act = (category: Category, why: string): Action => ({ verb, category, objects, why });
+  const act = (category: Category, effect: string): Action => ({ verb, category, objects, phrase, effect });
   if (HTTP_METHODS.has(verb) && objects.filter((o) => !ctx.serverWords.has(o) && o !== 'api' && o !== 'http' && o !== 'request').length === 0) {
-    if (verb === 'get') return act('Read', 'an HTTP GET to any endpoint only reads');
-    if (verb === 'delete') return act('Destructive', 'an HTTP DELETE to any endpoint can destroy whatever it names');
-    return act('Execute', `a raw HTTP ${verb.toUpperCase()} calls an arbitrary API`);
+    const raw = { ...act('Execute', 'calls an arbitrary API'), phrase: `a raw HTTP ${verb.toUpperCase()} request` };
+    if (verb === 'get') return { ...raw, category: 'Read', effect: 'only reads' };
+    if (verb === 'delete') return { ...raw, category: 'Destructive', effect: 'can destroy whatever the endpoint names' };
+    return raw;
   }
-  if (MONEY_VERBS_ON_OBJECT[verb] && objects.length > 0) {
-    const head = objects[objects.length - 1];
-    const moneyHead = isNoun(MONEY_NOUNS, head) || (['link', 'item', 'intent', 'session', 'charge'].includes(head) && objects.some((o) => isNoun(MONEY_NOUNS, o)));
-    if (moneyHead && !isNoun(REPORT_NOUNS, head)) return act('Financial', `to ${verb} a ${objects.join(' ')} moves money or creates an obligation to pay`);
+  if ((MONEY_VERBS_ON_OBJECT[verb] || (ctx.money && METERED_VERBS.has(verb))) && objects.length > 0) {
+    const money = (o: string) => isMoney(o, verb, ctx);
+    const moneyHead = money(direct) || (['link', 'item', 'intent', 'session', 'charge', 'method', 'order', 'event', 'events', 'record'].includes(direct) && objects.some(money));
+    if (moneyHead && !isNoun(REPORT_NOUNS, direct)) return act('Financial', 'moves money or creates an obligation to pay');
+  }
+  if (['renew', 'register', 'purchase', 'buy', 'order'].includes(verb) && objects.some((o) => o === 'domain' || o === 'domains')) return act('Financial', 'buys something that is billed');
+  if (['disable', 'remove', 'unset', 'turn', 'deactivate', 'delete', 'clear', 'unlock', 'drop', 'bypass'].includes(verb) && has(PROTECTION_NOUNS)) {
+    return act('Destructive', 'removes a protection');
   }
   switch (base) {
     case 'Destructive':
-      if (['remove', 'delete', 'clear', 'unlink', 'detach', 'revoke'].includes(verb) && lightFor(verb, objects)) return act('Write', `${verb} of a ${objects.join(' ')} is a small, reversible change`);
-      if (['terminate', 'kill', 'clean'].includes(verb) && has(PROCESS_NOUNS)) return act('Write', `to ${verb} a ${objects.join(' ')} stops a process; it destroys no data`);
-      return act('Destructive', `to ${verb} ${objects.join(' ') || 'it'} destroys data or removes protections`);
+      if (['remove', 'delete', 'clear', 'unlink', 'detach', 'revoke'].includes(verb) && lightFor(verb, objects)) return act('Write', 'is a small change that can be undone by adding it back');
+      if (['terminate', 'kill', 'clean'].includes(verb) && has(PROCESS_NOUNS)) return act('Write', 'stops a process and destroys no data');
+      return act('Destructive', 'destroys data or removes a protection');
     case 'Execute':
-      if (verb === 'start' && has(PROCESS_NOUNS) && !has(EXEC_NOUNS)) return act('Write', `starting a ${objects.join(' ')} is a bounded change`);
-      if (verb === 'run' && has(REPORT_NOUNS)) return act('Read', 'running a predefined report only reads');
-      if (verb === 'drop' && !ctx.browser) return act('Destructive', `to drop ${objects.join(' ') || 'it'} destroys it`);
-      if (['type', 'press', 'fill', 'click', 'tap', 'hover', 'drag', 'drop', 'swipe', 'scroll', 'handle'].includes(verb)) return act('Execute', 'a browser or device action that clicks, types or submits');
-      return act('Execute', `to ${verb} ${objects.join(' ') || 'it'} runs open-ended computation`);
+      if (verb === 'start' && has(PROCESS_NOUNS) && !has(EXEC_NOUNS)) return act('Write', 'is a bounded change');
+      if (['run', 'perform', 'execute', 'start', 'trigger', 'begin'].includes(verb) && (has(REPORT_NOUNS) || ['search', 'crawl', 'lookup'].includes(objects[0] ?? '')) && !has(EXEC_NOUNS)) return act('Read', 'only reads: the report or audit is predefined');
+      if (verb === 'drop' && !ctx.browser) return act('Destructive', 'destroys what it names');
+      if (verb === 'build' && objects.some((o) => ARTEFACT_NOUNS.has(o))) return act('Read', 'hands the result back and changes nothing');
+      if (['type', 'press', 'fill', 'click', 'tap', 'hover', 'drag', 'drop', 'swipe', 'scroll', 'handle'].includes(verb)) return act('Execute', 'is a browser or device action that clicks, types or submits');
+      return act('Execute', 'runs open-ended computation');
     case 'Write':
-      if (verb === 'generate' && has(REPORT_NOUNS)) return act('Read', 'generating a read-only artefact changes nothing');
-      if (['create', 'generate', 'make', 'new'].includes(verb) && has(REPORT_NOUNS)) return act('Read', `creating a ${objects.join(' ')} only reads data`);
-      if (verb === 'resolve' && objects.some((o) => ['id', 'name', 'identifier', 'address', 'alias', 'reference'].includes(o))) return act('Read', 'resolving a name to an identifier only reads');
-      if (['connect', 'create', 'open', 'new', 'attach', 'complete', 'prepare', 'apply'].includes(verb) && (has(EXEC_NOUNS) || EXEC_PROSE.test(ctx.description))) {
-        return act('Execute', `to ${verb} ${objects.join(' ') || 'this'} starts or attaches to a running process or debugger`);
+      if (MAKING_VERBS.has(verb) && (verb === 'create' || verb === 'make' ? has(PICTURE_NOUNS) : objects.some((o) => isNoun(ARTEFACT_NOUNS, o) || isNoun(REPORT_NOUNS, o))) && !SAVES_TO_DISK.test(ctx.description)) {
+        return act('Read', 'hands the result back and changes nothing');
       }
-      if ((verb === 'upload' || verb === 'select') && ctx.browser && !objects.includes('page') && !objects.includes('tab')) return act('Execute', 'a browser action that submits input');
-      return act('Write', `to ${verb} ${objects.join(' ') || 'it'} changes state in a bounded way`);
+      if (['create', 'generate', 'make', 'new'].includes(verb) && has(REPORT_NOUNS)) return act('Read', 'only reads data');
+      if (verb === 'resolve' && objects.some((o) => ['id', 'name', 'identifier', 'address', 'alias', 'reference'].includes(o))) return act('Read', 'only looks up an identifier');
+      if (['connect', 'create', 'open', 'new', 'attach', 'complete', 'prepare', 'apply'].includes(verb) && (has(EXEC_NOUNS) || EXEC_PROSE.test(ctx.description))) {
+        return act('Execute', 'starts or attaches to a running process, debugger or interpreter');
+      }
+      if (ctx.deploy && ['sync', 'promote', 'rollout', 'release', 'redeploy'].includes(verb) && objects.some((o) => APPS.has(o))) return act('Execute', 'deploys it, running whatever the deployment runs');
+      if (verb === 'switch' && ctx.browser && objects.some((o) => ['tab', 'tabs', 'page', 'pages', 'window', 'frame'].includes(o))) return act('Read', 'only changes which page is shown');
+      if (verb === 'submit' && ctx.browser && objects.includes('form')) return act('Execute', 'submits input in a browser');
+      if ((verb === 'upload' || verb === 'select') && ctx.browser && !PAGES.has(direct) && !(direct === 'browser' && PAGES.has(objects[1]))) return act('Execute', 'submits input in a browser');
+      return act('Write', 'changes state in a bounded way');
     case 'Read':
-      if (verb === 'download' && SAVES_TO_DISK.test(ctx.description)) return act('Write', 'it downloads and writes files to disk');
-      if (verb === 'query' && ctx.sql) return act('Execute', 'it runs a query language (SQL is Execute even when read-only)');
-      return act('Read', `to ${verb} ${objects.join(' ') || 'it'} only reads`);
+      if (verb === 'download' && SAVES_TO_DISK.test(ctx.description)) return act('Write', 'writes the downloaded files to disk');
+      if (['query', 'search', 'run', 'execute', 'find', 'select', 'aggregate'].includes(verb) && (ctx.sql || QUERY_LANGUAGE.test(ctx.description))) {
+        return act('Execute', 'runs a query language, which is Execute even when it only reads');
+      }
+      return act('Read', 'only reads');
     case 'Financial':
-      return act('Financial', `to ${verb} moves money`);
+      if ((verb === 'checkout' || verb === 'charge' || verb === 'swap' || verb === 'trade') && !ctx.money && !objects.some((o) => isMoney(o, 'create', ctx))) {
+        return act('Write', 'changes state in a bounded way');
+      }
+      return act('Financial', 'moves money');
   }
 }
 
-/** A word pair that names one action ("port forward", "go back", "research agent"). */
+/** A word pair that names one action ("port forward", "go back", "kick off", "research agent"). */
 function phraseAction(text: string): Action | undefined {
   for (const [re, category] of PHRASES) {
     const m = re.exec(text);
-    if (m) return { verb: m[0], category, objects: [], why: `"${m[0]}" ${category === 'Read' ? 'only reads' : 'starts a process or another agent'}` };
+    if (m) return { verb: m[0], category, objects: [], phrase: '', effect: category === 'Read' ? 'only reads' : 'starts a process or hands work to another agent' };
   }
   return undefined;
 }
@@ -122,7 +187,7 @@ function phraseAction(text: string): Action | undefined {
  * word; otherwise a trailing verb (x_delete, stories-create) is the action; otherwise the first
  * verb that is not also a common noun (API-retrieve-a-comment retrieves).
  */
-function nameAction(words: string[], ctx: Parameters<typeof refine>[3]): Action | undefined {
+function nameAction(words: string[], ctx: Context): Action | undefined {
   const joined = words.join(' ');
   if (!lookupVerb(words[0] ?? '')) {
     const phrase = phraseAction(joined);
@@ -130,6 +195,12 @@ function nameAction(words: string[], ctx: Parameters<typeof refine>[3]): Action 
   }
   const found = words.map((w, i) => ({ w, i, v: lookupVerb(w) })).filter((x) => x.v);
   if (found.length === 0) {
+    // An agent noun names its action ("user-services-reader" reads, "site-updater" updates).
+    for (const w of words) {
+      const m = /^(\w{3,}?)(?:e?r|or)$/.exec(w);
+      const v = m ? lookupVerb(m[1]) ?? lookupVerb(`${m[1]}e`) : undefined;
+      if (v && !AMBIGUOUS.has(v.base)) return { ...refine(v.base, v.category, words.filter((x) => x !== w), ctx), weak: true };
+    }
     // One long token such as "sequentialthinking": look for a known verb inside it.
     for (const w of words) {
       if (w.length < 9) continue;
@@ -150,26 +221,51 @@ function nameAction(words: string[], ctx: Parameters<typeof refine>[3]): Action 
   const joinedVerbs = real.filter((f) => f !== pick && f.i === pick.i + 2 && (words[pick.i + 1] === 'or' || words[pick.i + 1] === 'and'));
   const skip = new Set([pick.i, ...joinedVerbs.map((f) => f.i), ...joinedVerbs.map((f) => f.i - 1)]);
   const objects = pick.i === words.length - 1 ? words.slice(0, pick.i) : words.slice(pick.i + 1).filter((_, k) => !skip.has(pick.i + 1 + k));
-  let action = refine(pick.v!.base, pick.v!.category, objects, ctx);
+  const named = objects.filter((o) => !ctx.serverWords.has(o));
+  let action = refine(pick.v!.base, pick.v!.category, objects, ctx, nounPhrase(named));
   for (const other of joinedVerbs) {
-    const alt = refine(other.v!.base, other.v!.category, objects, ctx);
+    const alt = refine(other.v!.base, other.v!.category, objects, ctx, nounPhrase(named));
     if (SEVERITY[alt.category] > SEVERITY[action.category]) action = alt;
   }
   return clear(pick) ? action : { ...action, weak: true };
 }
 
 const STOP = new Set(['a', 'an', 'the', 'new', 'to', 'of', 'for', 'from', 'in', 'on', 'all', 'any', 'one', 'or', 'and', 'with', 'by', 'using', 'your', 'its', 'their', 'this', 'that', 'specific', 'single', 'existing', 'given']);
+const PREPOSITION = /^(?:against|into|at|about|over|between|under|across|per|through|onto|inside|across|of)$/;
+const PHRASE_END = /^(?:and|or|but|with|using|via|by|if|when|which|that|so|then|including|based|for|in|from|within|without|as|to)$/;
+
+/** The words after the verb as the author wrote them, up to a clause break ("USDC to an address"). */
+function objectPhrase(raw: string[], from: number): string {
+  const out: string[] = [];
+  for (let i = from; i < raw.length && out.length < 7; i++) {
+    const w = raw[i];
+    if (w.startsWith('(') || w.startsWith('[')) break;
+    const bare = w.toLowerCase().replace(/[^a-z0-9-]/g, '');
+    if (out.length >= 1 && /^(?:that|which|who|when|if|so|whose)$/.test(bare)) break;
+    if (out.length >= 2 && PHRASE_END.test(bare) && !(bare === 'to' && out.length < 3)) break;
+    out.push(w.replace(/[,.;:()"]+$/g, ''));
+    if (/[;:()]$/.test(w) || (w.endsWith(',') && out.length >= 2)) break;
+  }
+  while (out.length && PHRASE_END.test(out[out.length - 1].toLowerCase())) out.pop();
+  const text = out.join(' ').replace(/,$/, '');
+  // A lone singular noun ("Get page (view) metrics") still needs its article.
+  return out.length === 1 && /^[a-z]+$/.test(text) && needsArticle(text) ? `${article(text)} ${text}` : text;
+}
 
 /**
  * The description's action: the first verb of its first sentence, and the verbs listed with it
  * ("List, create, close, or select a tab" can close); the most dangerous of those wins.
  */
-function descriptionAction(description: string, ctx: Parameters<typeof refine>[3]): Action | undefined {
-  const sentence = firstSentence(description).replace(FLUFF, '');
+function descriptionAction(description: string, ctx: Context): Action | undefined {
+  const first = firstSentence(description);
+  const fluff = FLUFF.exec(first.text)?.[0].length ?? 0;
+  const sentence = first.lower.slice(fluff);
+  const firstVerb = sentence.split(/\s+/).findIndex((w) => lookupVerb(w.replace(/[^a-z0-9-]/g, '')));
   const phrase = phraseAction(sentence);
-  if (phrase) return phrase;
-  const raw = sentence.split(/\s+/).slice(0, 20);
-  const words = raw.map((w) => w.replace(/[^a-z0-9-]/g, ''));
+  const phraseAt = phrase ? sentence.split(/\s+/).indexOf(phrase.verb.split(' ')[0]) : -1;
+  if (phrase && (firstVerb < 0 || phraseAt <= firstVerb + 1)) return { ...phrase, phrase: objectPhrase(first.text.slice(fluff).split(/\s+/), sentence.split(/\s+/).indexOf(phrase.verb.split(' ').pop()!) + 1) };
+  const raw = first.text.slice(fluff).split(/\s+/).slice(0, 24);
+  const words = raw.map((w) => w.toLowerCase().replace(/[^a-z0-9-]/g, ''));
   const at = words.findIndex((w) => { const v = lookupVerb(w); return v && (!HTTP_METHODS.has(v.base) || v.base === 'get' || v.base === 'delete'); });
   if (at < 0) return undefined;
   const verbsAt = [at];
@@ -182,14 +278,71 @@ function descriptionAction(description: string, ctx: Parameters<typeof refine>[3
     j = k - 1;
   }
   const tail = verbsAt[verbsAt.length - 1];
-  const objects = words.slice(tail + 1, tail + 6).filter((w) => w && !STOP.has(w) && !lookupVerb(w)).slice(0, 3);
+  const objects = words.slice(tail + 1, tail + 6).filter((w) => w && !STOP.has(w) && (!lookupVerb(w) || AMBIGUOUS.has(w) || REPORT_NOUNS.has(w) || ARTEFACT_NOUNS.has(w))).slice(0, 3);
+  const phraseText = objectPhrase(raw, tail + 1);
+  // The head of the first noun phrase is what the verb acts on ("the default payment method" → method).
+  let direct: string | undefined;
+  for (const w of words.slice(tail + 1, tail + 8)) {
+    if (STOP.has(w) && !direct) continue;
+    if (!w || STOP.has(w) || PHRASE_END.test(w) || PREPOSITION.test(w)) break;
+    if (!lookupVerb(w) || AMBIGUOUS.has(w) || direct) direct = w;
+  }
   let best: Action | undefined;
   for (const i of verbsAt) {
     const v = lookupVerb(words[i])!;
-    const action = refine(v.base, v.category, objects, ctx);
+    const action = { ...refine(v.base, v.category, objects, ctx, phraseText, direct ?? objects[0]), lead: at === 0 };
     if (!best || SEVERITY[action.category] > SEVERITY[best.category]) best = action;
   }
   return best;
+}
+
+const LIGHT_EFFECTS = new Set(['stops a process and destroys no data', 'is a small change that can be undone by adding it back']);
+
+/** Top-level input properties of a tool. */
+function topProperties(tool: ToolDefinition): [string, Record<string, unknown>][] {
+  const props = (tool.inputSchema as { properties?: unknown } | undefined)?.properties;
+  if (!props || typeof props !== 'object') return [];
+  return Object.entries(props as Record<string, unknown>).filter((e): e is [string, Record<string, unknown>] => !!e[1] && typeof e[1] === 'object');
+}
+
+function enumOf(schema: Record<string, unknown>): string[] {
+  const values = Array.isArray(schema.enum) ? schema.enum : Array.isArray((schema.items as { enum?: unknown } | undefined)?.enum) ? (schema.items as { enum: unknown[] }).enum : [];
+  return values.filter((v): v is string => typeof v === 'string').slice(0, 40);
+}
+
+/**
+ * What the schema lets one call do beyond the name's verb: an `operation` enum that can also
+ * delete, or a `force` flag on a push. The most dangerous plausible effect decides (SPEC 5).
+ */
+function schemaAction(tool: ToolDefinition, base: Action | undefined, objects: string[], ctx: Context): { action: Action; why: string } | undefined {
+  let best: { action: Action; why: string } | undefined;
+  const consider = (action: Action, why: string) => {
+    if (SEVERITY[action.category] > SEVERITY[best?.action.category ?? base?.category ?? 'Read']) best = { action, why };
+  };
+  for (const [name, schema] of topProperties(tool)) {
+    const values = enumOf(schema);
+    const verbs = values.filter((v) => { const w = nameWords(v)[0] ?? ''; return lookupVerb(w)?.base === w; });
+    if (ACTION_PARAM.test(name) && base && FORCEABLE.has(base.verb) && values.includes('hard')) {
+      consider({ ...base, category: 'Destructive', effect: 'discards work that cannot be recovered' }, `its \`${name}\` argument accepts "hard", which discards work`);
+    }
+    if (ACTION_PARAM.test(name) && verbs.length >= 2 && verbs.length * 2 >= values.length && !/\bfilter/.test(String(schema.description ?? '').toLowerCase())) {
+      for (const value of values) {
+        const [first] = nameWords(value);
+        const v = first ? lookupVerb(first) : undefined;
+        if (!v || v.base === 'run' || HTTP_METHODS.has(v.base) && v.base !== 'delete' && v.base !== 'get') continue;
+        consider(refine(v.base, v.category, objects, ctx), `its \`${name}\` argument can also ${value.replace(/[_-]+/g, ' ')}`);
+      }
+    }
+    if (FORCE_PARAM.test(name) && schema.type === 'boolean' && base && (FORCEABLE.has(base.verb) || SEVERITY[base.category] >= SEVERITY.Write && /overwrit|discard|los[et]|destroy|history/.test(String(schema.description ?? '').toLowerCase()))) {
+      consider({ ...base, category: 'Destructive', effect: 'can discard work that cannot be recovered' }, `its \`${name}\` option forces the change through, discarding what it replaces`);
+    }
+  }
+  return best;
+}
+
+/** Whether the schema lets the result be written to a file. */
+function writesFile(tool: ToolDefinition): boolean {
+  return topProperties(tool).some(([name, schema]) => OUTPUT_FILE_PARAM.test(name) || enumOf(schema).includes('file'));
 }
 
 function bump(risk: Risk, steps = 1): Risk {
@@ -204,66 +357,140 @@ const MEANING: Record<Category, string> = {
   Financial: 'move money or create or change a financial obligation',
 };
 
-
-/** What the sibling tools say about the server, computed once per server. */
-function browserLike(siblings: readonly string[]): boolean {
-  return siblings.some((s) => /click/.test(s)) && siblings.some((s) => /navigate|screenshot/.test(s));
+/** What the sibling tools and the server's own words say, computed once per server. */
+export function serverProfile(server: ServerContext): ServerProfile {
+  const siblings = server.siblings ?? [];
+  const text = `${server.name ?? ''} ${server.instructions ?? ''}`.toLowerCase();
+  const siblingWords = siblings.map((s) => nameWords(s).join(' ')).join(' ');
+  return {
+    browser: (siblings.some((s) => /click/.test(s)) && siblings.some((s) => /navigate|screenshot/.test(s))) || BROWSER_SERVER.test((server.name ?? '').toLowerCase()),
+    money: MONEY_SERVER.test(text) || MONEY_SERVER.test(siblingWords),
+    deploy: DEPLOY_SERVER.test(text) || DEPLOY_SERVER.test(siblingWords),
+    text,
+    words: new Set(nameWords(server.name ?? '')),
+  };
 }
 
-export function classifyTool(tool: ToolDefinition, server: ServerContext = {}, siblingsBrowse = browserLike(server.siblings ?? [])): Classification {
+/** Verbs a name can hide more behind: the description's wider list of actions decides. */
+const GENERIC_VERBS = new Set(['manage', 'handle', 'process', 'perform', 'configure', 'modify', 'operate', 'control', 'do', 'use', 'edit', 'update', 'change', 'sync']);
+
+/** Verbs that say nothing on their own ("send", "run", "ship"): with no object, the description decides. */
+const OPAQUE_VERBS = new Set(['send', 'run', 'process', 'submit', 'execute', 'call', 'handle', 'perform', 'do', 'go', 'start', 'trigger', 'make', 'apply', 'use', 'invoke', 'ship', 'push', 'request', 'manage', 'transfer', 'create', 'new', 'buy', 'order', 'get', 'set', 'update', 'action', 'tool', 'launch']);
+
+type Source = 'name' | 'description' | 'title' | 'schema' | 'server';
+
+export function classifyTool(tool: ToolDefinition, server: ServerContext = {}, profile: ServerProfile = serverProfile(server)): Classification {
   const description = (tool.description ?? '').trim();
   const title = (tool.title ?? tool.annotations?.title ?? '').trim();
-  const serverText = `${server.name ?? ''} ${server.instructions ?? ''}`.toLowerCase();
   const words = joinCompounds(nameWords(tool.name));
-  const browser = siblingsBrowse || BROWSER_SERVER.test((server.name ?? '').toLowerCase()) || words.some((w) => BROWSER_SERVER.test(w));
-  const lowerDescription = description.toLowerCase();
-  const schemaText = JSON.stringify(tool.inputSchema ?? {}).toLowerCase();
-  const ctx = {
-    browser,
-    description: `${lowerDescription} ${title.toLowerCase()}`,
-    sql: SQL_CONTEXT.test(lowerDescription) || /"sql"/.test(schemaText),
-    serverWords: new Set(nameWords(server.name ?? '')),
+  // Bounded: the reasoning lives in a description's opening, and regexes stay cheap on huge ones.
+  const lowerDescription = description.slice(0, 1500).toLowerCase();
+  const ctx: Context = {
+    browser: profile.browser || words.some((w) => BROWSER_SERVER.test(w)),
+    money: profile.money || MONEY_SERVER.test(lowerDescription.slice(0, 300)),
+    deploy: profile.deploy,
+    description: `${lowerDescription} ${title.toLowerCase()}${writesFile(tool) ? ' will be saved' : ''}`,
+    // Only a few verbs ask; the schema's text is costly to build for every tool.
+    get sql() {
+      const schemaText = JSON.stringify(tool.inputSchema ?? {}).slice(0, 4000).toLowerCase();
+      const value = SQL_CONTEXT.test(lowerDescription) || /"sql"/.test(schemaText) || QUERY_LANGUAGE.test(schemaText);
+      Object.defineProperty(this, 'sql', { value });
+      return value;
+    },
+    serverWords: profile.words,
   };
   // Context from the server only counts where the tool itself says nothing.
-  const withServer = { ...ctx, description: description ? ctx.description : `${ctx.description} ${serverText}` };
+  const withServer: Context = description ? ctx : Object.create(ctx, { description: { value: `${ctx.description} ${profile.text}` } });
   const evidence: Evidence[] = [];
-  const fromName = nameAction(words, withServer) ?? (AGENT_PROSE.test(firstSentence(description)) ? { verb: 'agent', category: 'Execute' as Category, objects: [], why: 'it hands the task to another autonomous agent' } : undefined);
+  const firstLine = firstSentence(description || title);
+  const agentNamed = words.some((w) => AGENT_NAMES.has(w)) && /\b(agent|assistant|prompt|task)s?\b/.test(lowerDescription);
+  const fromName = nameAction(words, withServer) ?? (AGENT_PROSE.test(firstLine.lower) || agentNamed ? { verb: 'agent', category: 'Execute' as Category, objects: [], phrase: 'the task', effect: 'hands work to another autonomous agent' } : undefined);
   const fromTitle = title ? descriptionAction(title, ctx) : undefined;
   const fromDescription = description ? descriptionAction(description, ctx) : undefined;
+  const other = fromDescription ?? fromTitle;
+  const otherFrom: Source = fromDescription ? 'description' : 'title';
 
   let action: Action | undefined;
+  let source: Source = 'name';
   let agreement = false;
+  /** Why the description won over the name, or the name over a disagreeing description. */
+  let verdict = '';
   if (fromName) {
     action = fromName;
     evidence.push({ from: 'name', text: fromName.verb });
-    const other = fromDescription ?? fromTitle;
-    if (other && fromName.weak) action = other;
     if (other) {
+      evidence.push({ from: otherFrom, text: quote(firstLine.lower) });
       agreement = other.category === fromName.category;
-      // The description decides when the name only names a thing ("refund_guide") or when it
-      // reveals a more dangerous effect of the same verb (a "session" that launches a script).
-      if (other.category !== fromName.category) {
-        const escalates = SEVERITY[other.category] > SEVERITY[fromName.category]
-          && (other.category === 'Financial' ? MONEY_MOVES.test(lowerDescription) : other.category === 'Execute' && EXEC_PROSE.test(lowerDescription));
-        if (escalates) action = other;
+      const opaque = OPAQUE_VERBS.has(fromName.verb) && fromName.objects.filter((o) => !ctx.serverWords.has(o)).length === 0 && !fromName.phrase.startsWith('a raw');
+      const escalates = SEVERITY[other.category] > SEVERITY[fromName.category] && (
+        other.category === 'Financial' ? MONEY_MOVES.test(firstLine.lower)
+          : other.category === 'Execute' ? EXEC_PROSE.test(lowerDescription) || QUERY_LANGUAGE.test(lowerDescription) || other.effect.includes('another agent')
+            : other.category === 'Destructive' ? GENERIC_VERBS.has(fromName.verb) || IRREVERSIBLE.test(lowerDescription.slice(0, 400))
+              : GENERIC_VERBS.has(fromName.verb));
+      if (!agreement && (fromName.weak || opaque || escalates)) {
+        action = other;
+        source = otherFrom;
+        verdict = escalates
+          ? `it reveals a more dangerous effect than the name “${fromName.verb}” suggests, and the most dangerous plausible effect decides`
+          : `the name's “${fromName.verb}” ${opaque ? 'says nothing about what it acts on' : 'is as often a noun as a verb'}, so the ${otherFrom} decides`;
+      } else if (!agreement) {
+        verdict = SEVERITY[fromName.category] > SEVERITY[other.category]
+          ? `the name's “${fromName.verb}” is the more dangerous plausible effect, so the name decides`
+          : `it names no effect clear enough to overrule the name, so the name decides`;
       }
-      evidence.push({ from: description ? 'description' : 'title', text: firstSentence(description || title).slice(0, 120) });
     }
-  } else if (fromDescription ?? fromTitle) {
-    action = (fromDescription ?? fromTitle)!;
-    evidence.push({ from: fromDescription ? 'description' : 'title', text: firstSentence(description || title).slice(0, 120) });
+  } else if (other) {
+    action = other;
+    source = otherFrom;
+    evidence.push({ from: otherFrom, text: quote(firstLine.lower) });
   }
-  if (action && action.category !== 'Financial' && MONEY_MOVES.test(lowerDescription) && SEVERITY[action.category] >= SEVERITY.Write) {
-    action = { ...action, category: 'Financial', why: 'the description says the call moves money' };
-    evidence.push({ from: 'description', text: MONEY_MOVES.exec(lowerDescription)![0] });
+  // Later sentences of the description, then the server's own words, before giving up.
+  if (!action && description) {
+    const rest = description.slice(firstLine.text.length + 1);
+    action = rest.trim() ? descriptionAction(rest, ctx) : undefined;
+    if (action) { source = 'description'; evidence.push({ from: 'description', text: quote(firstSentence(rest).lower) }); }
   }
-  if (action && !description && fromName && action.category === 'Execute' && EXEC_PROSE.test(serverText)) {
-    evidence.push({ from: 'server', text: firstSentence(server.instructions ?? server.name ?? '').slice(0, 120) });
+  const notes: string[] = [];
+  const base = action;
+  const widened = schemaAction(tool, action, action?.objects.length ? action.objects : words, ctx);
+  if (widened) {
+    action = widened.action;
+    if (!base) source = 'schema';
+    notes.push(`${capitalise(widened.why)}, and the most dangerous plausible effect decides.`);
+    evidence.push({ from: 'schema', text: widened.why });
+  }
+  if (action && (action.category === 'Write' || action.category === 'Execute') && !LIGHT_EFFECTS.has(action.effect) && IRREVERSIBLE.test(lowerDescription.slice(0, 400)) && !/\b(not|never|no longer)\s+(permanently|irreversibl)/.test(lowerDescription)) {
+    const said = IRREVERSIBLE.exec(lowerDescription)![0];
+    action = { ...action, category: 'Destructive', effect: 'cannot be undone' };
+    notes.push(`The description says “${said}”, so the change cannot be undone.`);
+    evidence.push({ from: 'description', text: said });
+  }
+  const moneyText = lowerDescription.slice(0, 300);
+  if (action && action.category !== 'Financial' && MONEY_MOVES.test(moneyText) && SEVERITY[action.category] >= SEVERITY.Write) {
+    const said = MONEY_MOVES.exec(moneyText)![0];
+    action = { ...action, category: 'Financial', effect: 'moves money' };
+    notes.push(`The description says it ${said.trim()}, which moves money or creates an obligation to pay.`);
+    evidence.push({ from: 'description', text: said });
+  }
+  if (action && (action.category === 'Write' || action.category === 'Execute') && READ_ONLY.test(lowerDescription.slice(0, 300))
+    && !QUERY_LANGUAGE.test(lowerDescription) && !EXEC_PROSE.test(lowerDescription) && !ctx.sql && !notes.length) {
+    action = { ...action, category: 'Read', effect: 'only reads' };
+    notes.push('The description says it is read-only, and nothing else it says contradicts that.');
+  }
+  if (!action && !description && profile.text.trim()) {
+    const fromServer = descriptionAction(profile.text, ctx);
+    if (fromServer) { action = fromServer; source = 'server'; }
+  }
+  if (action && !description && (source === 'server' || (fromName && action.category === 'Execute' && EXEC_PROSE.test(profile.text)))) {
+    evidence.push({ from: 'server', text: quote(firstSentence(server.instructions || server.name || '').text) });
   }
 
   const signals = signalsOf(tool, words, `${lowerDescription} ${title.toLowerCase()}`);
-  let category: Category = action?.category ?? (tool.annotations?.readOnlyHint ? 'Read' : 'Write');
-  let confidence = action ? (fromName && (fromDescription || fromTitle) ? (agreement ? 0.9 : 0.8) : fromName ? 0.8 : 0.7) : 0.35;
+  const category: Category = action?.category ?? (tool.annotations?.readOnlyHint ? 'Read' : 'Write');
+  let confidence = !action ? 0.3
+    : source === 'server' ? 0.5
+      : source === 'schema' ? 0.6
+        : fromName && other ? (agreement ? 0.9 : 0.75) : fromName ? 0.8 : 0.7;
   if (!description) signals.push('no_description');
   if (!description) confidence -= 0.1;
 
@@ -286,19 +513,29 @@ export function classifyTool(tool: ToolDefinition, server: ServerContext = {}, s
   if (hints.openWorldHint === true && !signals.includes('open_world')) signals.push('open_world');
   if (category === 'Read' && signals.includes('credentials')) risk = 'medium';
   if (signals.includes('bulk') && category !== 'Read') risk = bump(risk);
-  if (!action) category = tool.annotations?.readOnlyHint ? 'Read' : 'Write';
 
   const unique = [...new Set(signals)] as Signal[];
   const parts: string[] = [];
   if (action) {
-    const source = action === fromName ? `The name says “${action.verb}”` : action === fromDescription || action === fromTitle ? `The ${action === fromTitle ? 'title' : 'description'} says “${firstSentence(description || title).slice(0, 100)}”` : 'The description says so';
-    parts.push(`${source}: ${action.why}.`);
-    if (action === fromName && (fromDescription || fromTitle)) parts.push(`${agreement ? 'The description agrees' : 'The description reads'}: “${firstSentence(description || title).slice(0, 100)}”.`);
+    // Where the name and the description agree, the description's own words make the better sentence.
+    const told = source === 'name' && agreement && other?.phrase && other.lead && other.category === action.category && action === fromName ? other : action;
+    const [head, ...rest] = told.verb.split(' ');
+    const subject = told.phrase.startsWith('a raw HTTP') ? capitalise(told.phrase)
+      : told.phrase ? [capitalise(gerund(head)), ...rest, told.phrase].join(' ') : `A call to ${tool.name}`;
+    parts.push(`${subject} ${told === action ? action.effect : told.effect}.`);
+    const quoted = `“${quote(firstLine.text)}”`;
+    if (source === 'name' && other) parts.push(agreement ? `The name (“${fromName!.verb}”) and the ${otherFrom} (${quoted}) agree.` : `The ${otherFrom} reads ${quoted}, but ${verdict}.`);
+    else if (source === 'name') parts.push(`The name says “${fromName!.verb}”.`);
+    else if ((source === 'description' || source === 'title') && fromName) parts.push(`The ${source} says ${quoted}; ${verdict}.`);
+    else if (source === 'description' || source === 'title') parts.push(`The name says nothing about the action; the ${source} says ${quoted}.`);
+    else if (source === 'schema') parts.push('Neither the name nor the description says what it does; its input schema does.');
+    else parts.push('Neither the name nor the description says what it does; the server\'s own description supplies the context, so confidence is low.');
+    parts.push(...notes);
     parts.push(`${category} tools ${MEANING[category]}.`);
   } else {
-    parts.push(`Nothing in the name or description says what ${tool.name} does; it is treated as ${category} until someone looks.`);
+    parts.push(`Nothing in the name or description, the schema or the server says what ${tool.name} does, so it is treated as ${category} until someone looks; confidence is low.`);
   }
-  if (!description && evidence.some((e) => e.from === 'server')) parts.push('The server\'s own description supplies the context.');
+  if (!description && source !== 'server' && evidence.some((e) => e.from === 'server')) parts.push('The server\'s own description supplies the context.');
   if (category === 'Read' && unique.includes('credentials')) parts.push('It can return credentials, so the risk is raised to medium.');
   if (unique.includes('bulk') && category !== 'Read') parts.push('It acts on many items at once, so the risk is one step higher.');
   if (!description) parts.push('The description is empty, so confidence is lowered.');
@@ -319,7 +556,6 @@ export function classifyTool(tool: ToolDefinition, server: ServerContext = {}, s
 export function classifyTools(tools: readonly ToolDefinition[], server: Omit<ServerContext, 'siblings'> = {}): Classification[] {
   const siblings = tools.map((t) => t.name);
   const context = { ...server, siblings };
-  const browse = browserLike(siblings);
-  return tools.map((t) => classifyTool(t, context, browse));
+  const profile = serverProfile(context);
+  return tools.map((t) => classifyTool(t, context, profile));
 }
-

@@ -3,6 +3,8 @@ export { ATTACKS, attacksFor } from './attacks.js';
 export { Catalog, recordSummary } from './catalog.js';
 export { buildRecord, gradeOf } from './record.js';
 export type { ServerRecord, ToolRecord, Verification } from './record.js';
+export { refinementsFor } from './leaks.js';
+export type { Refinement } from './leaks.js';
 export { amountArgument, recommendedEntry, recommendPolicy, RULE_BY_CATEGORY, type RecommendOptions } from './recommend.js';
 export { serverHtml, serverMarkdown, toolHtml, toolMarkdown, toolSlug } from './render.js';
 export { fetchListing, originOf, probeAuth, serverFingerprint, SourceError, toolFingerprint } from './source.js';

@@ -12,12 +12,12 @@ const verbs = (category: Category, list: string): [string, Category][] => list.s
 export const VERBS = new Map<string, Category>([
   ...verbs('Read', `get list read search find fetch show describe view lookup look retrieve inspect check count browse
     explain analyze analyse summarize summarise compare validate verify preview export screenshot snapshot navigate
-    go return returns query whoami ping status health info detail details log logs history diff blame tree geocode direction
+    go return query whoami ping status health info detail details log logs history diff blame tree geocode direction
     directions distance elevation scrape crawl map extract parse research ask reason think echo sum calculate compute
     wait expect assert discover query_docs resolve_library identify estimate measure test_connection lint audit
     trace capture_screenshot observe watch poll download render convert translate format recommend suggest
     diagnose troubleshoot debug_info grep cat head tail stat stats metric metrics scan open capture version schema
-    thinking think`),
+    thinking think score forecast predict autocomplete help examine tokenize rerank rank classify detect`),
   ...verbs('Write', `create add update edit set put post send write move rename copy upload insert append modify patch assign
     unassign comment reply merge push commit fork star unstar label tag connect disconnect pause resume schedule
     invite subscribe unsubscribe enable disable toggle save store upsert publish unpublish close reopen approve unapprove
@@ -25,14 +25,15 @@ export const VERBS = new Map<string, Category>([
     link unlink detach stop end clear generate replay feedback configure init initialize sync import rate vote react
     pin unpin archive unarchive lock unlock restore revert reset rollback submit notify remind share unshare
     complete finish accept reject dismiss follow unfollow new make draft snooze transition
-    duplicate clone scale record note reconnect compress finalize prepare manage confirm authorize void issue`),
+    duplicate clone scale record note reconnect compress finalize prepare manage confirm authorize void issue
+    transfer switch broadcast multicast give grant place`),
   ...verbs('Execute', `run execute exec eval evaluate invoke trigger launch spawn attach step continue deploy build compile
     install apply click tap press type fill hover drag drop swipe scroll interact rerun retry restart call perform
-    automate simulate sql start handle rollout upgrade downgrade cordon drain`),
+    automate simulate sql start handle rollout upgrade downgrade cordon drain ship delegate`),
   ...verbs('Destructive', `delete remove destroy purge truncate wipe erase uninstall cleanup clean unprotect revoke kill
-    terminate flush prune deprovision decommission overwrite nuke`),
+    terminate flush prune deprovision decommission overwrite nuke empty shred obliterate`),
   ...verbs('Financial', `pay refund charge payout withdraw purchase buy sell trade swap tip donate bill checkout
-    capture_payment transfer_funds`),
+    capture_payment transfer_funds deposit stake unstake borrow repay lend`),
 ]);
 
 /** HTTP methods as tool verbs: with no object they are raw API calls. */
@@ -41,10 +42,38 @@ export const HTTP_METHODS = new Set(['get', 'post', 'put', 'patch', 'delete']);
 /** Things whose creation or change moves money or creates an obligation to pay. */
 export const MONEY_NOUNS = new Set([
   'payment', 'payments', 'refund', 'refunds', 'payout', 'payouts', 'transfer', 'transfers', 'withdrawal', 'invoice',
-  'invoices', 'subscription', 'subscriptions', 'charge', 'charges', 'order', 'orders', 'transaction', 'transactions',
+  'invoices', 'subscription', 'subscriptions', 'renewal', 'autorenewal',
   'adjustment', 'adjustments', 'checkout', 'purchase', 'purchases', 'trade', 'trades', 'swap', 'swaps', 'bill',
   'billing', 'money', 'funds', 'fund', 'wire', 'disbursement', 'remittance', 'credit', 'debit', 'paymentlink', 'intent',
+  'usdc', 'usdt', 'eth', 'bnb', 'btc', 'crypto', 'cryptocurrency', 'erc20', 'nft', 'erc721', 'erc1155', 'allowance',
+  'stablecoin', 'lamports', 'sats', 'payment_method', 'auto_renewal', 'spending',
 ]);
+
+/**
+ * Words that are money only where money is the server's business: an `order` is a sort direction
+ * to a database and a purchase to a shop or an exchange; a `charge` is a battery level or a card
+ * payment; a `token` is a credential or a coin.
+ */
+const MOVE = ['send', 'transfer', 'approve', 'buy', 'sell', 'swap', 'withdraw', 'deposit', 'stake'];
+const OBLIGE = ['create', 'place', 'cancel', 'update', 'modify', 'edit', 'close', 'submit', 'execute', 'send', 'approve', 'amend', 'replace'];
+const CHANGE = ['update', 'modify', 'edit', 'cancel', 'change', 'upgrade', 'downgrade'];
+const senses = (verbs: string[], nouns: string) => nouns.split(' ').map((n): [string, Set<string>] => [n, new Set(verbs)]);
+
+export const CONTEXT_MONEY_NOUNS = new Map<string, Set<string>>([
+  ...senses(OBLIGE, 'order charge position transaction'),
+  ...senses(MOVE, 'token coin native asset'),
+  ...senses(CHANGE, 'plan'),
+  ...senses([...CHANGE, 'set'], 'leverage margin'),
+]);
+
+/** A server (by name, instructions or siblings) whose business is money. */
+export const MONEY_SERVER = /\b(pay(?:ments?)?|billing|invoic\w*|subscriptions?|wallets?|crypto\w*|blockchain|exchange|trading|trades?|ccxt|stripe|paypal|paddle|defi|swap|balances?|ledger|merchant|storefront|e-?commerce|shop(?:ify)?|erc20|web3|evm|bnb\w*|ethereum|solana|bitcoin|futures|forex|brokerage)\b/;
+
+/** A server that deploys: syncing or promoting an application there is a deployment (Execute). */
+export const DEPLOY_SERVER = /\b(argo\w*|gitops|deploy\w*|helm|flux|spinnaker|ci\/cd|release pipelines?)\b/;
+
+/** Usage and credits bill someone on a server whose business is money (metered billing). */
+export const METERED_NOUNS = new Set(['usage', 'credit', 'credits', 'meter', 'meters']);
 
 /** Money nouns that only imply money moves together with a mutating verb on that very object. */
 export const MONEY_VERBS_ON_OBJECT: Record<string, Category> = {
@@ -52,7 +81,10 @@ export const MONEY_VERBS_ON_OBJECT: Record<string, Category> = {
   pay: 'Financial', capture: 'Financial', accept: 'Financial', issue: 'Financial', confirm: 'Financial',
   authorize: 'Financial', void: 'Financial', execute: 'Financial', submit: 'Financial', approve: 'Financial',
   place: 'Financial', transfer: 'Financial', process: 'Financial', upgrade: 'Financial', downgrade: 'Financial',
+  pause: 'Financial', resume: 'Financial', enable: 'Financial', disable: 'Financial', set: 'Financial', renew: 'Financial',
+  change: 'Financial', buy: 'Financial', close: 'Financial', modify: 'Financial', edit: 'Financial', register: 'Financial',
 };
+
 
 /** Words that are as often nouns as verbs: in a name, a plainer verb beside them is the action. */
 export const AMBIGUOUS = new Set([
@@ -61,19 +93,33 @@ export const AMBIGUOUS = new Set([
   'screenshot', 'star', 'pin', 'lock', 'release', 'reply', 'scale', 'tree', 'diff', 'commit', 'merge', 'push',
   'feedback', 'view', 'check', 'count', 'type', 'drop', 'clone', 'archive', 'filter', 'watch', 'swap', 'trade',
   'charge', 'bill', 'refund', 'payout', 'metric', 'metrics', 'stat', 'stats', 'detail', 'details', 'info', 'version',
-  'schema', 'audit', 'preview', 'issue', 'return', 'returns', 'go', 'call', 'step', 'end', 'set', 'record',
+  'schema', 'audit', 'preview', 'issue', 'return', 'go', 'call', 'step', 'end', 'set', 'record',
   'rollback', 'drain', 'book', 'query',
 ]);
+
+/** Names of other agents: a tool named after one hands it work (SPEC: "calls to … other agents"). */
+export const AGENT_NAMES = new Set(['claude', 'codex', 'gemini', 'copilot', 'aider', 'devin', 'subagent', 'subagents']);
 
 /** Word pairs that name one action. */
 export const PHRASES: [RegExp, Category][] = [
   [/\bport forward/, 'Execute'],
   [/\bgo (back|forward)\b/, 'Read'],
-  [/\b(ai|autonomous|research) agent\b/, 'Execute'],
+  [/\b(ai|autonomous|research|coding) (agent|assistant)\b/, 'Execute'],
+  [/\bkick(?:s|ing)? off\b/, 'Execute'],
+  [/\b(?:hands?|delegates?|passes|forwards?|sends?) (?:a |the |this )?(?:task|prompt|work|job) (?:off )?to (?:an?|the|another) /, 'Execute'],
 ];
 
 /** Money words in a description that mean the call itself moves money. */
-export const MONEY_MOVES = /\b(refunds? (?:money|the (?:customer|buyer|payment))|moves? money|charges? the (?:customer|card)|bills? (?:the )?(?:customer|someone)|sends? (?:money|funds|payment)|(?:make|makes|process|processes|capture|captures) (?:a |the )?payment|transfer(?:s)? (?:money|funds)|one-time charge|refund or credit|withdraw(?:s|al)?)\b/;
+export const MONEY_MOVES = new RegExp([
+  /refunds? (?:money|the (?:customer|buyer|payment))|moves? money|charges? the (?:customer|card)|bills? (?:the )?(?:customer|someone)/.source,
+  /sends? (?:money|funds|payments?|\d[\d.,]* |(?:usdc|usdt|eth|bnb|btc|sol|crypto|native|erc-?20|tokens?|coins?)\b)/.source,
+  /(?:make|makes|process|processes|capture|captures) (?:a |the )?payment|one-time charge|refund or credit|withdraw(?:s|al)?/.source,
+  /transfer(?:s|ring)? (?:money|funds|(?:the |an? |some )?(?:native|erc-?\d+|nfts?|tokens?|coins?|crypto|usdc|usdt|eth|bnb|btc|sol)\b)/.source,
+  /(?:buys?|purchases?|orders?) (?:a |an |the |new )?(?:domain|plan|subscription|licen[cs]e|service|product|item|hosting|credits?|tokens?)/.source,
+  /places? (?:a |an )?(?:new )?(?:market |limit |stop |buy |sell )?order|(?:buy|sell) orders?|market orders?|limit orders?/.source,
+  /approves? (?:a |the )?(?:spender|token spending|allowance)|token allowance|spending (?:allowance|approval)/.source,
+  /(?:cancels?|pauses?|resumes?|upgrades?|downgrades?) (?:a |an |the )?(?:customer'?s? )?(?:active )?subscriptions?|auto-?renew(?:al)?/.source,
+].map((s) => `(?:${s})`).join('|').replace(/^/, '\\b(?:').concat(')'));
 
 /** Objects that run code or processes: creating, starting, opening or connecting one executes. */
 export const EXEC_NOUNS = new Set([
@@ -85,19 +131,48 @@ export const EXEC_NOUNS = new Set([
 export const EXEC_PROSE = /\b(debug(?:ger|ging)? session|debugger|debugpy|(?:python|shell|bash|node) (?:script|process|code)|running (?:python )?process(?:es)?|attach(?:es)? (?:a debugger|debugpy|to (?:a |the )?(?:running )?process)|kernel|execut(?:e|es|ing) (?:code|commands?|scripts?|sql)|runs? (?:code|commands?|scripts?|sql)|shell commands?)\b/;
 
 /** Read-only products: creating or running one only reads. */
-export const REPORT_NOUNS = new Set(['report', 'reports', 'export', 'summary', 'analysis', 'insight', 'insights', 'snapshot', 'preview', 'qr', 'estimate', 'quote']);
+export const REPORT_NOUNS = new Set(['audit', 'audits', 'scan', 'scans', 'score', 'scores', 'lighthouse', 'report', 'reports', 'export', 'summary', 'analysis', 'insight', 'insights', 'snapshot', 'preview', 'qr', 'estimate', 'quote']);
 
 /** Small, re-creatable attachments: deleting one is a Write, not a destruction. */
 export const LIGHT_NOUNS = new Set([
   'reaction', 'emoji', 'breakpoint', 'link', 'watcher', 'star', 'favorite', 'bookmark', 'highlight', 'filter',
   'subscriber', 'follower', 'listener', 'pin', 'session', 'forward', 'port', 'draft_reply', 'cache',
+  'redirect', 'forwarding',
 ]);
 
 /** Also light when *removed* from something (remove_label detaches; delete_label destroys the label). */
 export const DETACHABLE_NOUNS = new Set([
   ...LIGHT_NOUNS, 'label', 'tag', 'assignee', 'member', 'reviewer', 'role', 'permission', 'subtask', 'relation',
-  'dependency', 'blocker', 'attachment', 'participant', 'collaborator', 'item',
+  'dependency', 'blocker', 'attachment', 'participant', 'collaborator', 'item', 'remote', 'redirect', 'forwarding',
+  'alias', 'entry', 'favourite', 'reminder', 'watch', 'assignment', 'follower', 'upvote', 'vote',
 ]);
+
+/** Protections: removing or disabling one is Destructive (SPEC: "or removes protections"). */
+export const PROTECTION_NOUNS = new Set([
+  'lock', 'locks', 'protection', 'protections', 'privacy', 'firewall', 'mfa', '2fa', 'encryption', 'safeguard',
+  'guardrail', 'guardrails', 'restriction', 'restrictions', 'blocklist', 'blocked', 'denylist', 'ruleset', 'rulesets',
+]);
+
+/** Artefacts a call makes and hands back: generating one changes nothing unless it is saved somewhere. */
+export const ARTEFACT_NOUNS = new Set([
+  'chart', 'graph', 'diagram', 'plot', 'visualization', 'visualisation', 'qr', 'url', 'query', 'map', 'maps', 'reply', 'response',
+  'summary', 'text', 'caption', 'title', 'slug', 'uuid', 'hash', 'palette', 'prompt', 'suggestion', 'recommendation',
+  'markdown', 'svg', 'mermaid', 'snippet', 'sql', 'regex', 'cron', 'wordcloud', 'heatmap', 'histogram', 'flowchart',
+  'mindmap', 'treemap', 'sankey', 'funnel', 'radar', 'scatter', 'boxplot', 'venn', 'gantt', 'infographic', 'explanation',
+  'description', 'outline', 'example', 'examples', 'commit_message', 'spreadsheet', 'table',
+]);
+
+/** Of those, the pictures: even "create" only hands one back ("create_bar_chart"). */
+export const PICTURE_NOUNS = new Set([
+  'chart', 'graph', 'diagram', 'plot', 'visualization', 'visualisation', 'qr', 'svg', 'mermaid', 'wordcloud', 'heatmap', 'map',
+  'histogram', 'flowchart', 'mindmap', 'treemap', 'sankey', 'boxplot', 'venn', 'gantt', 'infographic',
+]);
+
+/** Verbs that make something to hand back ("generate_area_chart", "render a diagram", "build a URL"). */
+export const MAKING_VERBS = new Set(['generate', 'render', 'draw', 'create', 'make', 'build', 'compose', 'suggest', 'plot', 'visualize', 'visualise', 'format', 'convert', 'construct', 'draft']);
+
+/** Query languages: running one is Execute even when it only reads (SPEC: "SQL (even read-only SQL)"). */
+export const QUERY_LANGUAGE = /\b(sql|promql|logql|metricsql|cypher|esql|es\|ql|instaql|graphql|sparql|kql|influxql|flux query|query dsl|query language|lucene|aggregation pipeline|datalog|n1ql|hogql|traceql)\b/;
 
 /** Objects whose removal is the removal of a process, not of data. */
 export const PROCESS_NOUNS = new Set(['app', 'application', 'process', 'session', 'task', 'job', 'tab', 'page', 'browser', 'recording', 'trace', 'port', 'forward', 'connection', 'screencast', 'codegen']);
@@ -109,9 +184,18 @@ export const CREDENTIAL_WORDS = /\b(secret|secrets|password|passwords|credential
 export const BULK_WORDS = /\b(bulk|batch|mass|all|many|multiple|every)\b/;
 
 /** Plural-looking words that are not plurals. */
+/** Words in -ing that name a thing ("billing_get_plans"), not an action. */
+const ING_NOUNS = new Set([
+  'billing', 'pricing', 'shipping', 'booking', 'listing', 'listings', 'setting', 'settings', 'mapping', 'mappings', 'logging',
+  'routing', 'tracking', 'hosting', 'training', 'meeting', 'meetings', 'building', 'recording', 'recordings', 'funding',
+  'messaging', 'marketing', 'rating', 'ratings', 'ranking', 'learning', 'caching', 'networking', 'staging', 'warning', 'warnings',
+  'string', 'strings', 'thing', 'things', 'something', 'anything', 'everything', 'nothing', 'morning', 'evening',
+]);
+
 const NOT_PLURAL = new Set(['news', 'status', 'series', 'analysis', 'canvas', 'alias', 'bus', 'gas', 'process', 'access', 'address', 'class', 'progress']);
 
 export function lookupVerb(word: string): { base: string; category: Category } | undefined {
+  if (ING_NOUNS.has(word)) return undefined;
   if (NOT_PLURAL.has(word)) { const c = VERBS.get(word); return c ? { base: word, category: c } : undefined; }
   for (const form of baseForms(word)) {
     const category = VERBS.get(form);

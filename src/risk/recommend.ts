@@ -1,4 +1,5 @@
 import type { PolicyInput } from '../policy/schema.js';
+import { refinementsFor, SSRF_DENIAL } from './leaks.js';
 import type { Category, Classification, ToolDefinition } from './types.js';
 
 /** The recommended rule per category (SPEC section 5). */
@@ -34,15 +35,25 @@ export interface RecommendOptions {
   clientApproves?: boolean;
 }
 
-/** The recommended entry for one tool. Counter names follow the seeds: `<tool>_rate`. */
+/**
+ * The recommended entry for one tool. Counter names follow the seeds: `<tool>_rate`. Refinements
+ * (src/risk/leaks.ts) tighten it: a Read that returns secrets needs approval; a URL fetcher is
+ * limited like a Write and refuses private addresses.
+ */
 export function recommendedEntry(c: Classification, tool?: ToolDefinition, opts: RecommendOptions = {}): Entry {
-  const rule = RULE_BY_CATEGORY[c.category];
-  const description = `${c.category}/${c.risk}: ${rule.verdict.toLowerCase()}`;
+  const refinements = refinementsFor(c, tool);
+  const secrets = refinements.find((r) => r.id === 'returns-secrets');
+  const fetches = refinements.find((r) => r.id === 'fetches-url');
+  const rule = secrets ? RULE_BY_CATEGORY.Destructive : fetches && c.category === 'Read' ? RULE_BY_CATEGORY.Write : RULE_BY_CATEGORY[c.category];
+  const why = refinements.length ? ` (${refinements.map((r) => `attack: ${r.attack}`).join(', ')})` : '';
+  const description = `${c.category}/${c.risk}: ${rule.verdict.toLowerCase()}${why}`;
+  const denyIf = fetches ? { deny_if: fetches.paths!.map((path) => ({ conditions: [{ path, op: 'private_address' as const, value: true }], on_deny: SSRF_DENIAL })) } : {};
   if (rule.verdict === 'Allowed') return {};
   if (rule.verdict === 'Rate-limited') {
-    return { limits: [{ counter: `${c.name}_rate`, window: 'minute', max: rule.perMinute!, scope: 'grant' }] };
+    const limits = [{ counter: `${c.name}_rate`, window: 'minute' as const, max: rule.perMinute!, scope: 'grant' as const }];
+    return refinements.length ? { description, ...denyIf, limits } : { limits };
   }
-  const entry: Entry = { description, action: 'approve' };
+  const entry: Entry = { description, action: 'approve', ...denyIf };
   if (opts.clientApproves && c.category === 'Destructive') entry.approval = { via: ['client', 'cli', 'api', 'dashboard', 'webhook'] };
   const amount = c.category === 'Financial' && tool ? amountArgument(tool) : undefined;
   if (amount) {
@@ -61,12 +72,14 @@ export function recommendPolicy(classifications: readonly Classification[], tool
   for (const c of classifications) entries[c.name] = recommendedEntry(c, byName.get(c.name), opts);
   return {
     version: '1',
-    description: `Recommended by toolgate${serverName ? ` for ${serverName}` : ''}: Read allowed, Write 30/min and Execute 10/min per grant, Destructive and Financial need approval.`,
+    description: `Recommended by toolgate${serverName ? ` for ${serverName}` : ''}: Read allowed, Write 30/min and Execute 10/min per grant, Destructive and Financial need approval; a Read that returns credentials needs approval, and a URL fetcher is limited like a Write and refuses private addresses.`,
     default: 'deny',
     tools: entries,
   };
 }
 
-export function verdictOf(c: Classification, hidden = false): Verdict {
-  return hidden ? 'Hidden' : RULE_BY_CATEGORY[c.category].verdict;
+export function verdictOf(c: Classification, hidden = false, tool?: ToolDefinition): Verdict {
+  if (hidden) return 'Hidden';
+  const entry = recommendedEntry(c, tool);
+  return entry.action === 'approve' ? 'Needs approval' : entry.limits?.length ? 'Rate-limited' : 'Allowed';
 }

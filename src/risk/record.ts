@@ -1,5 +1,6 @@
 import type { PolicyInput } from '../policy/schema.js';
-import { attacksFor } from './attacks.js';
+import { ATTACKS, attacksFor } from './attacks.js';
+import { refinementsFor, type Refinement } from './leaks.js';
 import { classifyTools } from './classify.js';
 import { recommendedEntry, recommendPolicy, verdictOf, type Verdict } from './recommend.js';
 import { serverFingerprint, toolFingerprint, type AuthPosture, type Listing, type Origin } from './source.js';
@@ -15,6 +16,8 @@ export interface ToolRecord {
   classification: Classification;
   attacks: { id: string; title: string; description: string; mitigation: string }[];
   verdict: Verdict;
+  /** How the rule was tightened beyond the category's, each naming the attack pattern it blunts. */
+  refinements: Omit<Refinement, 'paths'>[];
   /** The recommended rule for this tool alone, as the seeds show it. */
   policy: PolicyInput;
   faq: { q: string; a: string }[];
@@ -89,19 +92,21 @@ export function buildRecord(listing: Listing, pins: Record<string, string> | nul
   const serverName = listing.serverInfo.title || listing.serverInfo.name;
   const classifications = classifyTools(listing.tools, { name: listing.serverInfo.name, instructions: listing.instructions ?? undefined });
   const fingerprints = listing.tools.map((t) => toolFingerprint(t));
-  const changedTools = pins ? listing.tools.filter((t, i) => pins[t.name] !== fingerprints[i]).map((t) => t.name) : [];
+  const changedTools = pins ? listing.tools.filter((t, i) => !Object.hasOwn(pins, t.name) || pins[t.name] !== fingerprints[i]).map((t) => t.name) : [];
   const verification: Verification = !pins ? 'unpinned' : changedTools.length > 0 ? 'changed' : 'pinned';
   const tools: ToolRecord[] = listing.tools.map((tool, i) => {
     const c = classifications[i];
     const policy: PolicyInput = { version: '1', default: 'deny', tools: { [c.name]: recommendedEntry(c, tool) } };
+    const refinements = refinementsFor(c, tool);
     return {
       name: tool.name,
       title: tool.title ?? tool.annotations?.title,
       description: tool.description ?? '',
       fingerprint: fingerprints[i],
       classification: c,
-      attacks: attacksFor(c).map(({ id, title, description, mitigation }) => ({ id, title, description, mitigation })),
-      verdict: verdictOf(c),
+      attacks: [...new Set([...attacksFor(c), ...refinements.map((r) => ATTACKS.find((a) => a.id === r.attack)!)])].map(({ id, title, description, mitigation }) => ({ id, title, description, mitigation })),
+      verdict: verdictOf(c, false, tool),
+      refinements: refinements.map(({ id, attack, says }) => ({ id, attack, says })),
       policy,
       faq: faq(tool, c, serverName, policy),
     };

@@ -22,6 +22,10 @@ function authText(r: ServerRecord): string {
 }
 
 function verdictLine(t: ToolRecord): string {
+  return [baseVerdictLine(t), ...t.refinements.map((r) => `${r.says} (Attack pattern: ${t.attacks.find((a) => a.id === r.attack)?.title ?? r.attack}.)`)].join(' ');
+}
+
+function baseVerdictLine(t: ToolRecord): string {
   switch (t.verdict) {
     case 'Allowed': return `${t.name} is allowed: it only reads. Everything else on the server is denied unless you say otherwise.`;
     case 'Rate-limited': return `${t.name} stays usable, but rate-capped — a runaway agent can't fire it dozens of times a minute. Everything else on the server is denied unless you say otherwise.`;
@@ -135,6 +139,12 @@ const STYLE = `
   .head { display: flex; gap: 1rem; align-items: center; }
   .card { background: var(--card); border: 1px solid var(--line); border-radius: .6rem; padding: 1rem 1.2rem; }
   table { border-collapse: collapse; width: 100%; } th, td { text-align: left; padding: .45rem .6rem; border-bottom: 1px solid var(--line); }
+  td code, td a { overflow-wrap: anywhere; }
+  pre { max-width: 100%; }
+  @media (max-width: 34rem) {
+    body { padding: 1rem .75rem 3rem; } h1 { font-size: 1.35rem; overflow-wrap: anywhere; } .grade { flex: none; width: 3rem; height: 3rem; font-size: 1.8rem; }
+    th, td { padding: .35rem .3rem; font-size: .9rem; } .badge { font-size: .75rem; padding: .05rem .4rem; }
+  }
   pre { background: var(--card); border: 1px solid var(--line); border-radius: .5rem; padding: .9rem; overflow-x: auto; font-size: .85rem; }
   code { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; }
   details { border-bottom: 1px solid var(--line); padding: .6rem 0; } summary { cursor: pointer; font-weight: 600; }
@@ -185,7 +195,7 @@ export function serverHtml(r: ServerRecord, toolHref: (t: ToolRecord) => string 
 </table></section>
 <section><h2>Tools by category</h2><p>${CATEGORIES.map((c) => `${badge(c, `${c} ${r.counts[c]}`)}`).join(' ')}</p></section>
 <section><h2>Every tool</h2><table><thead><tr><th>tool</th><th>category</th><th>risk</th><th>verdict</th></tr></thead><tbody>
-${r.tools.map((t) => `<tr><td><a href="${esc(toolHref(t))}">${esc(t.name)}</a></td><td>${badge(t.classification.category)}</td><td>${esc(t.classification.risk)}</td><td>${esc(t.verdict)}</td></tr>`).join('\n')}
+${r.tools.map((t) => `<tr><td><a href="${esc(toolHref(t))}">${esc(t.name).replace(/[_-]/g, '$&<wbr>')}</a></td><td>${badge(t.classification.category)}</td><td>${esc(t.classification.risk)}</td><td>${esc(t.verdict)}</td></tr>`).join('\n')}
 </tbody></table></section>
 <section><h2>Recommended policy</h2><pre><code>${esc(json(r.recommendedPolicy))}</code></pre></section>`;
   return page(`${serverTitle(r)}: Risk & Policy`, body);

@@ -1,5 +1,5 @@
-import { existsSync, readFileSync } from 'node:fs';
-import { basename, join, resolve } from 'node:path';
+import { existsSync, readFileSync, realpathSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -13,7 +13,7 @@ import type { ToolDefinition } from './types.js';
 
 /** Where a server comes from: a command toolgate starts, or a URL. */
 export type Source =
-  | { kind: 'command'; command: string; args: string[]; env?: NodeJS.ProcessEnv }
+  | { kind: 'command'; command: string; args: string[]; env?: NodeJS.ProcessEnv; cwd?: string }
   | { kind: 'url'; url: string; headers?: Record<string, string> };
 
 export interface Origin {
@@ -78,24 +78,60 @@ export function originOf(source: Source, cwd = process.cwd()): Origin {
   } else {
     const installed = [source.command, ...args].map((a) => /node_modules\/((?:@[\w.-]+\/)?[\w.-]+)\//.exec(a)).find(Boolean);
     if (installed) spec = installed[1];
+    else if (!source.command.includes('/') && binPackage(source.command, cwd)) spec = source.command;
   }
   if (!spec) return origin;
   const pyVersion = /^([\w.-]+)==(.+)$/.exec(spec);
   const m = pyVersion ?? /^((?:@[\w.-]+\/)?[\w.-]+)(?:@(.+))?$/.exec(spec);
   if (!m) return origin;
   origin.package = m[1];
-  origin.version = m[2] ?? installedVersion(m[1], cwd);
+  origin.version = m[2] ?? null;
+  if (pyVersion) return origin;
+  // npx runs a package's bin by its bin name (mcp-server-filesystem): name the package it belongs to.
+  const found = installedPackage(m[1], cwd) ?? binPackage(m[1], cwd);
+  if (found) {
+    origin.package = found.name;
+    origin.version ??= found.version;
+  }
   return origin;
 }
 
-function installedVersion(pkg: string, cwd: string): string | null {
-  for (let dir = resolve(cwd); ; dir = resolve(dir, '..')) {
-    const file = join(dir, 'node_modules', pkg, 'package.json');
-    if (existsSync(file)) {
-      try { return (JSON.parse(readFileSync(file, 'utf8')) as { version?: string }).version ?? null; } catch { return null; }
-    }
-    if (dir === resolve(dir, '..')) return null;
+type Installed = { name: string; version: string | null };
+
+function readPackage(file: string): Installed | null {
+  try {
+    const meta = JSON.parse(readFileSync(file, 'utf8')) as { name?: unknown; version?: unknown };
+    return typeof meta.name === 'string' ? { name: meta.name, version: typeof meta.version === 'string' ? meta.version : null } : null;
+  } catch {
+    return null;
   }
+}
+
+/** The nearest node_modules, from `cwd` up, holding `file`. */
+function nearest(cwd: string, file: string): string | null {
+  for (let dir = resolve(cwd); ; dir = dirname(dir)) {
+    const path = join(dir, 'node_modules', file);
+    if (existsSync(path)) return path;
+    if (dir === dirname(dir)) return null;
+  }
+}
+
+function installedPackage(pkg: string, cwd: string): Installed | null {
+  const file = nearest(cwd, join(pkg, 'package.json'));
+  return file ? readPackage(file) : null;
+}
+
+/** The package whose bin `name` is: node_modules/.bin/<name> links into it. */
+function binPackage(name: string, cwd: string): Installed | null {
+  if (!/^[\w.-]+$/.test(name)) return null;
+  const link = nearest(cwd, join('.bin', name));
+  if (!link) return null;
+  let dir: string;
+  try { dir = dirname(realpathSync(link)); } catch { return null; }
+  for (; dir !== dirname(dir); dir = dirname(dir)) {
+    if (existsSync(join(dir, 'package.json'))) return readPackage(join(dir, 'package.json'));
+  }
+  return null;
 }
 
 /** Asks a URL server to initialize without credentials, to tell open from OAuth from token. */
@@ -169,7 +205,7 @@ export async function fetchListing(source: Source, timeoutMs = 30_000): Promise<
   const timer = new Promise<never>((_, reject) => setTimeout(() => reject(new SourceError(`the server did not answer within ${timeoutMs / 1000} s`)), timeoutMs).unref());
   try {
     if (source.kind === 'command') {
-      await Promise.race([connect(new StdioClientTransport({ command: source.command, args: source.args, env: (source.env ?? process.env) as Record<string, string>, stderr: 'ignore' })), timer]);
+      await Promise.race([connect(new StdioClientTransport({ command: source.command, args: source.args, env: (source.env ?? process.env) as Record<string, string>, cwd: source.cwd, stderr: 'ignore' })), timer]);
     } else {
       const url = new URL(source.url);
       const requestInit = { headers: source.headers ?? {} };

@@ -131,6 +131,6 @@ export class MemoryOAuthStore implements OAuthStore {
 export function openMemoryState(): StateStore {
   return {
     kind: 'memory', counters: new MemoryCounterStore(), flags: new MemoryFlagStore(), pins: new MemoryPinStore(), grants: new MemoryGrantStore(),
-    oauth: new MemoryOAuthStore(), approvals: new MemoryApprovalStore(), close: async () => {},
+    approvals: new MemoryApprovalStore(), oauth: new MemoryOAuthStore(), close: async () => {},
   };
 }

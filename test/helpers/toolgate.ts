@@ -1,7 +1,8 @@
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { execFile, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 
@@ -13,8 +14,18 @@ export const FILESYSTEM = join(ROOT, 'node_modules/@modelcontextprotocol/server-
 export const MEMORY = join(ROOT, 'node_modules/@modelcontextprotocol/server-memory/dist/index.js');
 export const LENIENT = join(FIXTURES, 'lenient-server.mjs');
 
+const created: string[] = [];
+// node --test runs each file in its own process: its temporary directories go when it exits,
+// whatever the test that made them did (a dir is often shared by several tests of a suite).
+process.once('exit', () => {
+  for (const dir of created) rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
+});
+
+/** A fresh directory under os.tmpdir(), removed when the test process exits. */
 export function tempDir(prefix = 'toolgate-test-'): string {
-  return mkdtempSync(join(tmpdir(), prefix));
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  created.push(dir);
+  return dir;
 }
 
 export function writePolicy(dir: string, policy: unknown, name = 'policy.json'): string {
@@ -26,6 +37,17 @@ export function writePolicy(dir: string, policy: unknown, name = 'policy.json'):
 /** The environment toolgate runs with in tests: its own home, quiet logs unless asked. */
 export function testEnv(home: string, extra: Record<string, string> = {}): Record<string, string> {
   return { ...(process.env as Record<string, string>), TOOLGATE_HOME: home, TOOLGATE_LOG_LEVEL: process.env.TOOLGATE_LOG_LEVEL ?? 'warn', ...extra };
+}
+
+/** Runs the built CLI to its end: the exit code and both streams, whatever the code. */
+export async function cli(args: string[], env: Record<string, string>, cwd = ROOT): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, [BIN, ...args], { env, cwd });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
 }
 
 export interface Connected {
@@ -87,13 +109,20 @@ export class RawSession {
     this.child.stdin.write((typeof line === 'string' ? line : JSON.stringify(line)) + '\n');
   }
 
-  /** Waits for a message matching `pred` (default: a response with this id). */
-  async waitFor(pred: (m: any) => boolean, timeoutMs = 10_000): Promise<any> {
+  /**
+   * Waits for a message matching `pred` (default: a response with this id). The limit only tells a
+   * hang from a slow machine (a loaded CI box takes seconds to start a server); on a hang the
+   * child is ended, so the test file can finish.
+   */
+  async waitFor(pred: (m: any) => boolean, timeoutMs = 90_000): Promise<any> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const found = this.lines.find(pred);
       if (found) return found;
-      if (Date.now() > deadline) throw new Error(`timed out; got ${JSON.stringify(this.lines)}; stderr: ${this.stderr}`);
+      if (Date.now() > deadline) {
+        this.child.kill('SIGKILL');
+        throw new Error(`no answer in ${timeoutMs / 1000} s; got ${JSON.stringify(this.lines)}; stderr: ${this.stderr}`);
+      }
       await new Promise<void>((r) => { this.waiters.push(r); setTimeout(r, 50); });
     }
   }
