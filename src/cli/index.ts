@@ -1,5 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { registerAudit } from './audit.js';
+import { DatabaseFileError } from '../state/index.js';
 import { CliError } from './common.js';
 import { registerKillSwitch } from './kill-switch.js';
 import { registerPolicy } from './policy.js';
@@ -43,6 +44,15 @@ export async function main(argv: string[]): Promise<number> {
     if (err instanceof CliError) {
       process.stderr.write(`toolgate: ${err.message}\n`);
       return err.code;
+    }
+    if (err instanceof DatabaseFileError) {
+      process.stderr.write(`toolgate: ${err.message}\n`);
+      return 2;
+    }
+    const fsError = err as NodeJS.ErrnoException;
+    if (typeof fsError.path === 'string' && fsError.code) {
+      process.stderr.write(`toolgate: cannot use ${fsError.path} (${fsError.code}): check that it is a writable folder, or set TOOLGATE_HOME to one\n`);
+      return 2;
     }
     process.stderr.write(`toolgate: unexpected error: ${(err as Error).message}\n`);
     return 2;

@@ -9,6 +9,8 @@ import { parseWithSchema, type SchemaResult } from '../policy/load.js';
  * so credentials never need to be written inline; relative paths are relative to the file.
  */
 
+const DURATION = z.string().regex(/^\d+(s|m|h)$/, 'a duration such as 90s, 15m or 1h').refine((d) => !/^0+\D/.test(d), 'a duration must be more than 0');
+
 const ServerBase = {
   policy: z.string().optional().describe('policy file; without it, the recommended policy for the server\'s tools'),
   auth: z.enum(['grants', 'none']).default('grants').describe('none: no credentials (local use, loopback only)'),
@@ -35,15 +37,25 @@ export const GatewayConfigSchema = z.strictObject({
   audit: z.string().optional().describe('audit log SQLite file; default TOOLGATE_HOME/audit.db'),
   admin: z.strictObject({ token: z.string().min(16, 'use at least 16 characters') }).optional(),
   sessions: z.strictObject({
-    idle_timeout: z.string().regex(/^\d+(s|m|h)$/).default('15m'),
+    idle_timeout: DURATION.default('15m'),
+    idle_timeout_unused: DURATION.default('2m').describe('sessions that never opened a GET stream and sent nothing this long are closed'),
+    max: z.number().int().positive().default(100).describe('open sessions per server'),
+    max_per_grant: z.number().int().positive().default(20).describe('open sessions per grant'),
     max_body: z.string().regex(/^\d+(kb|mb)$/i).default('4mb'),
-  }).default({ idle_timeout: '15m', max_body: '4mb' }),
+  }).prefault({}),
+  allowed_hosts: z.array(z.string().regex(/^(\[[0-9a-fA-F:]+\]|[\w.-]+)(:\d{1,5})?$/, 'a host name or address, optionally with :PORT')).default([])
+    .describe('names and addresses clients reach this gateway by, besides loopback (Host and Origin checks)'),
   allowed_origins: z.array(z.string()).default([]),
   servers: z.record(z.string().regex(/^[A-Za-z0-9._-]+$/, 'server names are letters, digits, dot, dash and underscore'), ServerSchema).default({}),
 });
 
 export type GatewayConfig = z.output<typeof GatewayConfigSchema>;
 export type ServerConfig = z.output<typeof ServerSchema>;
+
+/** The server of this name, as an own property only (`__proto__` or `constructor` name none). */
+export function serverNamed(config: GatewayConfig, name: string): ServerConfig | undefined {
+  return Object.hasOwn(config.servers, name) ? config.servers[name] : undefined;
+}
 
 const REF = /\$\{(file:)?([^}]+)\}/g;
 
@@ -55,7 +67,7 @@ function substitute(value: unknown, at: (string | number)[], base: string, issue
         const path = isAbsolute(name) ? name : resolve(base, name);
         try { return readFileSync(path, 'utf8').trim(); } catch { issues.push({ pointer: pointerOf(at), message: `cannot read the file ${name}` }); return ''; }
       }
-      const v = process.env[name];
+      const v = Object.hasOwn(process.env, name) ? process.env[name] : undefined;
       if (v === undefined) issues.push({ pointer: pointerOf(at), message: `the environment variable ${name} is not set` });
       return v ?? '';
     });

@@ -14,6 +14,7 @@ export class GatewayMetrics {
   });
   readonly sessions = new Gauge({ name: 'toolgate_sessions', help: 'open client sessions', labelNames: ['server'], registers: [this.registry] });
   readonly authFailures = new Counter({ name: 'toolgate_auth_failures_total', help: 'requests refused for a missing, unknown, revoked or expired token', labelNames: ['server'], registers: [this.registry] });
+  readonly policyRejected = new Counter({ name: 'toolgate_policy_rejected_total', help: 'policy file versions that failed to load; the last good version stayed in use', labelNames: ['policy'], registers: [this.registry] });
   readonly pendingApprovals = new Gauge({ name: 'toolgate_pending_approvals', help: 'calls waiting for a human', registers: [this.registry] });
 
   constructor() {

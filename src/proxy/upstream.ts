@@ -9,4 +9,6 @@ export interface Upstream {
   /** The upstream is gone for good (process exited, connection failed). */
   onclose?: (reason: string) => void;
   close(): Promise<void>;
+  /** Resolves once the upstream runs; rejects, with a reason to show, when it could not be started. */
+  readonly started?: Promise<void>;
 }
