@@ -473,6 +473,7 @@ export class Gateway {
     live.starting = false;
     upstream.onmessage = (m, raw) => session.fromServer(m, raw);
     upstream.onclose = (reason) => {
+      if (this.sessions.get(id) !== live) return; // closed by the gateway: its upstream was asked to go
       log.warn({ server: name, session: id }, `upstream gone: ${reason}`);
       session.upstreamClosed(reason);
       // Its client learns on the next request (404) and can start a new session; the slot is free now.
