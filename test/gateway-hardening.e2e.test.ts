@@ -357,3 +357,16 @@ describe('toolgate serve: sessions.idle_timeout_unused (issue 10, item 7)', () =
     }
   });
 });
+
+describe('name-keyed lookups elsewhere (issue 9, finding 10)', () => {
+  it('pins: a tool named after an Object.prototype property is not taken as pinned', async () => {
+    const { PinGuard } = await import('../src/proxy/pins.js');
+    const { openMemoryState } = await import('../src/state/memory.js');
+    const { pino } = await import('pino');
+    const state = openMemoryState();
+    await state.pins.set('srv', { echo: 'fp' });
+    const guard = new PinGuard(state.pins, 'srv', pino({ level: 'silent' }));
+    await new Promise((r) => setImmediate(r));
+    for (const name of ['toString', 'constructor', '__proto__', 'hasOwnProperty']) assert.equal(guard.isChanged(name), true, `${name} was never pinned`);
+  });
+});

@@ -37,7 +37,7 @@ export class PinGuard {
       changed.push(t.name);
       if (!this.warned.has(`${t.name}:${fp}`)) {
         this.warned.add(`${t.name}:${fp}`);
-        this.log.warn({ server: this.server, tool: t.name }, this.pins?.[t.name] ? 'tool definition changed since it was pinned' : 'tool is new since the server was pinned');
+        this.log.warn({ server: this.server, tool: t.name }, this.pins && Object.hasOwn(this.pins, t.name) ? 'tool definition changed since it was pinned' : 'tool is new since the server was pinned');
       }
     }
     return changed;
@@ -45,7 +45,7 @@ export class PinGuard {
 
   isChanged(name: string): boolean {
     if (!this.pins) return false;
-    const pinned = this.pins[name];
+    const pinned = Object.hasOwn(this.pins, name) ? this.pins[name] : undefined;
     if (pinned === undefined) return true;
     const listed = this.listed.get(name);
     return listed !== undefined && listed !== pinned;
