@@ -38,7 +38,7 @@ export const GatewayConfigSchema = z.strictObject({
   admin: z.strictObject({ token: z.string().min(16, 'use at least 16 characters') }).optional(),
   sessions: z.strictObject({
     idle_timeout: DURATION.default('15m'),
-    idle_timeout_unused: DURATION.default('2m').describe('sessions that never opened a GET stream and sent nothing this long are closed'),
+    idle_timeout_unused: DURATION.default('2m').describe('sessions with no GET stream open that sent nothing this long are closed'),
     max: z.number().int().positive().default(100).describe('open sessions per server'),
     max_per_grant: z.number().int().positive().default(20).describe('open sessions per grant'),
     max_body: z.string().regex(/^\d+(kb|mb)$/i).default('4mb'),

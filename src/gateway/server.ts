@@ -471,6 +471,7 @@ export class Gateway {
       throw new HttpError(503, `cannot start the server "${name}": ${(err as Error).message}`, { 'retry-after': CAPACITY_RETRY_SECONDS });
     }
     live.starting = false;
+    if (this.sessions.get(id) !== live) throw new HttpError(503, 'the session was closed while its server started (the gateway is stopping or the server was removed)');
     upstream.onmessage = (m, raw) => session.fromServer(m, raw);
     upstream.onclose = (reason) => {
       if (this.sessions.get(id) !== live) return; // closed by the gateway: its upstream was asked to go
