@@ -155,8 +155,8 @@ describe('toolgate serve: hardening (issue 9)', () => {
   });
 
   it('5: a spawn that fails with EMFILE gives that session a clear 503 and the gateway keeps serving (ulimit -n 120)', async () => {
-    // The default sessions.max (100) is more than 120 descriptors can hold.
-    const s = await serve({ servers: { tiny: { command: 'python3', args: [TINY], auth: 'none' } } }, { ulimit: 120 });
+    // 100 sessions are more than 120 descriptors can hold (the caps would otherwise evict first); nothing is reaped on a slow machine.
+    const s = await serve({ sessions: { max: 100, max_per_grant: 100, idle_timeout: '1h', idle_timeout_unused: '1h' }, servers: { tiny: { command: 'python3', args: [TINY], auth: 'none' } } }, { ulimit: 120 });
     try {
       const open: string[] = [];
       let refused: Awaited<ReturnType<typeof initialize>> | undefined;

@@ -457,7 +457,11 @@ export class Gateway {
         },
         upstream: (_tool, outcome, seconds) => this.metrics.upstreamSeconds.observe({ server: name, outcome }, seconds),
       },
-      toClient: (m, raw) => channel.send(m, raw, session.relatedRequest(m)),
+      toClient: (m, raw) => {
+        // An answer is activity too: a slow start or a slow call must not make the session look idle.
+        if (!Object.hasOwn(m, 'method')) live.lastActive = Date.now();
+        channel.send(m, raw, session.relatedRequest(m));
+      },
       toServer: (m) => { upstream.send(m).catch((err: Error) => session.deliveryFailed(m, err.message)); },
     });
     const channel = channelFor(session);
