@@ -1,12 +1,13 @@
 import { isAbsolute, join, resolve } from 'node:path';
 import { openMemoryState } from './memory.js';
 import { openSqliteState } from './sqlite.js';
+import { StateError } from './errors.js';
 import type { StateStore } from './types.js';
 
 export type { Approval, ApprovalDecision, ApprovalStatus, ApprovalStore, Charge, CounterStore, FlagStore, Grant, GrantStore, KillScope, KillSwitchState, PinStore, StateStore } from './types.js';
 export { openDatabase } from './sqlite.js';
 
-export class StateError extends Error {}
+export { DatabaseFileError, StateError } from './errors.js';
 
 /**
  * Opens the state store a DSN names: `memory:`, `sqlite:PATH` (relative to `base`), or a bare path
