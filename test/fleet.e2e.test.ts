@@ -90,6 +90,8 @@ describe('a fleet of three toolgate serve processes on one Redis', () => {
       listen: '127.0.0.1:0',
       state: `${redis.url}/0?prefix=fleet&timeout=2s`,
       admin: { token: ADMIN },
+      // The 64 sessions share one (anonymous) grant; the per-instance cap of 20 would refuse some.
+      sessions: { max_per_grant: 64 },
       servers: { busy: server('none'), ops: server('none'), granted: server('grants') },
     }));
     fleet = await Promise.all([serve(config), serve(config), serve(config)]);

@@ -389,7 +389,8 @@ describe('toolgate serve: the gateway', () => {
       assert.ok(!auditDump.includes(token), 'audit');
       assert.ok(!metrics.includes(token), 'metrics');
     }
-    assert.ok(audit.query({ kind: 'auth' }).length >= 3, 'failed attempts are audited');
+    // Audited once a minute per address with a count (test/hardening.e2e.test.ts); counted at once.
+    assert.match(metrics, /toolgate_auth_failures_total\{server="everything"\} [1-9]/, 'failed attempts are counted');
   });
 });
 

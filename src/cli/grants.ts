@@ -18,6 +18,13 @@ async function withGrants<T>(flags: GrantFlags, fn: (g: Grants, audit: AuditLog)
   }
 }
 
+/** `--expires`: a duration above 0 (0s would be a grant that is never valid). */
+function expiry(text: string): number {
+  const ms = parseSince(text);
+  if (ms <= 0) throw new CliError(`--expires must be more than 0, got "${text}": e.g. 30d or 12h`);
+  return ms;
+}
+
 const common = (cmd: Command) => stateOptions(cmd).option('--json', 'print JSON only');
 
 export function registerGrants(program: Command): void {
@@ -33,7 +40,7 @@ export function registerGrants(program: Command): void {
       const { grant, token } = await g.create({
         server: flags.server, label: flags.label, policy: flags.policy,
         tags: flags.tags ? flags.tags.split(',').map((t) => t.trim()).filter(Boolean) : [],
-        expiresInMs: flags.expires ? parseSince(flags.expires) : undefined,
+        expiresInMs: flags.expires === undefined ? undefined : expiry(flags.expires),
       });
       audit.append({ kind: 'grant', server: grant.server, grant: grant.label, message: `created ${grant.id}` });
       if (flags.json) printJson({ ...grant, token });

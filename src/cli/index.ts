@@ -3,6 +3,7 @@ import { Command, CommanderError } from 'commander';
 import { collectJournals, sharedJournalDir } from '../audit/journal.js';
 import { registerApprovals } from './approvals.js';
 import { registerAudit } from './audit.js';
+import { DatabaseFileError } from '../state/index.js';
 import { CliError } from './common.js';
 import { registerKillSwitch } from './kill-switch.js';
 import { registerPolicy } from './policy.js';
@@ -76,6 +77,11 @@ export async function main(argv: string[]): Promise<number> {
       return json ? fail(err.message.replace(/^error: /, ''), 2) : 2;
     }
     if (err instanceof CliError) return fail(err.message, err.code);
+    if (err instanceof DatabaseFileError) return fail(err.message, 2);
+    const fsError = err as NodeJS.ErrnoException;
+    if (typeof fsError.path === 'string' && fsError.code) {
+      return fail(`cannot use ${fsError.path} (${fsError.code}): check that it is a writable folder, or set TOOLGATE_HOME to one`, 2);
+    }
     return fail(`unexpected error: ${(err as Error).message}`, 2);
   }
 }

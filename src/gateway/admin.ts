@@ -49,13 +49,16 @@ export async function handleAdmin(req: IncomingMessage, res: ServerResponse, url
     if (typeof input.server !== 'string' || typeof input.label !== 'string' || !input.label.trim()) throw new AdminError(400, 'a grant needs "server" and "label" strings');
     if (!own(deps.config().servers, input.server)) throw new AdminError(400, `no server named "${input.server}"`);
     const tags = Array.isArray(input.tags) ? input.tags.map(String) : [];
-    const { grant, token } = await deps.grants.create({ server: input.server, label: input.label, tags, policy: typeof input.policy === 'string' ? input.policy : undefined, expiresInMs: typeof input.expires === 'string' ? since(input.expires) : undefined });
+    const expiresInMs = typeof input.expires === 'string' ? since(input.expires) : undefined;
+    if (expiresInMs === 0) throw new AdminError(400, 'expires takes a duration above 0, such as 30d or 12h');
+    const { grant, token } = await deps.grants.create({ server: input.server, label: input.label, tags, policy: typeof input.policy === 'string' ? input.policy : undefined, expiresInMs });
     deps.audit.append({ kind: 'grant', server: grant.server, grant: grant.label, message: `created ${grant.id} (api)` });
     return send(res, 201, { ...grant, token });
   }
   const grantPath = /^\/api\/grants\/([^/]+)(\/rotate)?$/.exec(path);
   if (grantPath) {
-    const id = decodeURIComponent(grantPath[1]);
+    let id: string;
+    try { id = decodeURIComponent(grantPath[1]); } catch { throw new AdminError(400, 'malformed percent-encoding in the path'); }
     try {
       if (grantPath[2] && method === 'POST') {
         const { grant, token } = await deps.grants.rotate(id);

@@ -14,6 +14,7 @@ const WebhookSchema = z.strictObject({
   secret: z.string().min(16, 'use at least 16 characters').describe('HMAC-SHA256 key for X-Toolgate-Signature; use ${VAR}'),
   format: z.enum(['json', 'slack']).default('json'),
 });
+const DURATION = z.string().regex(/^\d+(s|m|h)$/, 'a duration such as 90s, 15m or 1h').refine((d) => !/^0+\D/.test(d), 'a duration must be more than 0');
 
 const ServerBase = {
   approvals: z.strictObject({ webhook: WebhookSchema.optional() }).optional().describe('how people hear of calls held for approval on this server'),
@@ -73,9 +74,14 @@ export const GatewayConfigSchema = z.strictObject({
   fail_open: z.boolean().default(false).describe('every server\'s fail_open unless it sets its own: forward limited calls uncounted when the state store fails (default: deny them)'),
   admin: z.strictObject({ token: z.string().min(16, 'use at least 16 characters') }).optional(),
   sessions: z.strictObject({
-    idle_timeout: z.string().regex(/^\d+(s|m|h)$/).default('15m'),
+    idle_timeout: DURATION.default('15m'),
+    idle_timeout_unused: DURATION.default('2m').describe('sessions with no GET stream open that sent nothing this long are closed'),
+    max: z.number().int().positive().default(100).describe('open sessions per server'),
+    max_per_grant: z.number().int().positive().default(20).describe('open sessions per grant'),
     max_body: z.string().regex(/^\d+(kb|mb)$/i).default('4mb'),
-  }).default({ idle_timeout: '15m', max_body: '4mb' }),
+  }).prefault({}),
+  allowed_hosts: z.array(z.string().regex(/^(\[[0-9a-fA-F:]+\]|[\w.-]+)(:\d{1,5})?$/, 'a host name or address, optionally with :PORT')).default([])
+    .describe('names and addresses clients reach this gateway by, besides loopback (Host and Origin checks)'),
   allowed_origins: z.array(z.string()).default([]),
   oauth: OAuthSchema.optional(),
   servers: z.record(z.string().regex(/^[A-Za-z0-9._-]+$/, 'server names are letters, digits, dot, dash and underscore'), ServerSchema).default({}),
@@ -84,6 +90,11 @@ export const GatewayConfigSchema = z.strictObject({
 export type GatewayConfig = z.output<typeof GatewayConfigSchema>;
 export type ServerConfig = z.output<typeof ServerSchema>;
 export type OAuthConfig = z.output<typeof OAuthSchema>;
+
+/** The server of this name, as an own property only (`__proto__` or `constructor` name none). */
+export function serverNamed(config: GatewayConfig, name: string): ServerConfig | undefined {
+  return Object.hasOwn(config.servers, name) ? config.servers[name] : undefined;
+}
 
 const REF = /\$\{(file:)?([^}]+)\}/g;
 
@@ -99,7 +110,7 @@ function substitute(value: unknown, at: (string | number)[], base: string, issue
       if (file) {
         const path = isAbsolute(name) ? name : resolve(base, name);
         try { out = readFileSync(path, 'utf8').trim(); } catch { problem = `cannot read the file ${name}`; }
-      } else if (process.env[name] === undefined) problem = `the environment variable ${name} is not set`;
+      } else if (!Object.hasOwn(process.env, name) || process.env[name] === undefined) problem = `the environment variable ${name} is not set`;
       else out = process.env[name]!;
       if (problem) (unresolved ?? issues).push({ pointer: pointerOf(at), message: problem });
       return out;

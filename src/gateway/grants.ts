@@ -28,6 +28,8 @@ export class Grants {
   constructor(private readonly store: GrantStore) {}
 
   async create(g: NewGrant, now = Date.now()): Promise<{ grant: Grant; token: string }> {
+    // 0 must not read as "no expiry": a grant meant to expire at once would never expire.
+    if (g.expiresInMs !== undefined && !(g.expiresInMs > 0)) throw new Error('a grant\'s expiry must be a duration above 0, e.g. 30d or 12h');
     const token = newToken();
     const grant: Grant = {
       id: `gr_${randomUUID().replace(/-/g, '').slice(0, 16)}`,
@@ -36,7 +38,7 @@ export class Grants {
       tags: g.tags ?? [],
       ...(g.policy ? { policy: g.policy } : {}),
       createdAt: new Date(now).toISOString(),
-      ...(g.expiresInMs ? { expiresAt: new Date(now + g.expiresInMs).toISOString() } : {}),
+      ...(g.expiresInMs !== undefined ? { expiresAt: new Date(now + g.expiresInMs).toISOString() } : {}),
     };
     await this.store.create(grant, tokenHash(token));
     return { grant, token };

@@ -25,6 +25,7 @@ export class GatewayMetrics {
     name: 'toolgate_approval_decision_seconds', help: 'time from holding a call to its decision', labelNames: ['outcome'], registers: [this.registry],
     buckets: [1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600],
   });
+  readonly policyRejected = new Counter({ name: 'toolgate_policy_rejected_total', help: 'policy file versions that failed to load; the last good version stayed in use', labelNames: ['policy'], registers: [this.registry] });
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'toolgate_process_' });

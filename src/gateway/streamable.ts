@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import contentType from 'content-type';
 import { SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
 import { idKey, isObject, isValidId, type Id, type Json } from '../proxy/messages.js';
 import { HttpError } from './http-errors.js';
@@ -63,9 +64,13 @@ export function checkPostHeaders(req: IncomingMessage): void {
   if (!accept.includes('application/json') || !accept.includes('text/event-stream')) {
     throw new HttpError(406, 'Not Acceptable: Client must accept both application/json and text/event-stream');
   }
-  if (!(req.headers['content-type'] ?? '').includes('application/json')) {
-    throw new HttpError(415, 'Unsupported Media Type: Content-Type must be application/json');
-  }
+}
+
+/** Every request body is JSON: the media type is parsed, so a parameter that mentions JSON does not pass. */
+export function checkContentType(req: IncomingMessage): void {
+  let type: string | undefined;
+  try { type = contentType.parse(req).type; } catch { /* missing or malformed */ }
+  if (type !== 'application/json') throw new HttpError(415, 'Unsupported Media Type: Content-Type must be application/json');
 }
 
 /**
@@ -141,6 +146,11 @@ export class StreamableSession implements ClientChannel {
     this.standaloneTouched = Date.now();
     this.beat();
     res.on('close', () => { if (this.standalone === res) this.standalone = undefined; });
+  }
+
+  /** A GET stream is open: the client is still there even when it sends nothing. */
+  get streaming(): boolean {
+    return this.standalone !== undefined;
   }
 
   /** DELETE: the client ends the session. */

@@ -148,7 +148,7 @@ export async function runProxy(opts: RunOptions): Promise<number> {
   stdin.on('end', () => { void hangUp(0); });
 
   const forward = (signal: NodeJS.Signals) => {
-    if (upstream instanceof StdioUpstream) upstream.child.kill(signal);
+    if (upstream instanceof StdioUpstream) upstream.kill(signal);
     else void hangUp(128 + (constants.signals[signal] ?? 0));
   };
   const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];

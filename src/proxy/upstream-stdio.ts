@@ -15,34 +15,71 @@ export interface StdioUpstreamOptions {
   stderr?: 'inherit' | Logger;
 }
 
-/** An MCP server as a child process speaking newline-delimited JSON; its stderr passes through or is logged. */
+/** Why a child could not be started, in words an operator can act on. */
+function startFailure(err: NodeJS.ErrnoException, command: string): string {
+  switch (err.code) {
+    case 'ENOENT': return `command not found: ${command}`;
+    case 'EACCES': return `permission denied: ${command} is not executable`;
+    case 'EMFILE': case 'ENFILE': return `too many open files (${err.code}): end idle sessions, lower sessions.max, or raise the file limit (ulimit -n)`;
+    case 'EAGAIN': return 'the system refused a new process (EAGAIN): too many processes';
+    default: return err.message;
+  }
+}
+
+/** Process groups of children still running, killed if this process exits before closing them. */
+const groups = new Set<number>();
+process.on('exit', () => { for (const pgid of groups) killGroup(pgid, 'SIGKILL'); });
+
+function killGroup(pgid: number, signal: NodeJS.Signals): void {
+  try { process.kill(-pgid, signal); } catch { /* already gone */ }
+}
+
+/**
+ * An MCP server as a child process speaking newline-delimited JSON; its stderr passes through or is logged.
+ * The child leads its own process group, so that closing it also ends what it started (an `npx`
+ * wrapper's server, a shell's pipeline) and a child that ignores EOF and SIGTERM is not orphaned.
+ */
 export class StdioUpstream implements Upstream {
   readonly child: ChildProcess;
   onmessage?: (message: unknown, raw?: string) => void;
   onclose?: (reason: string) => void;
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Resolves when the process runs; rejects with the reason it could not be started. */
+  readonly started: Promise<void>;
   private turn = false;
+  private readonly ownGroup = process.platform !== 'win32';
 
   constructor(opts: StdioUpstreamOptions) {
     const stderr = opts.stderr ?? 'inherit';
-    this.child = spawn(opts.command, opts.args, { env: opts.env, cwd: opts.cwd, stdio: ['pipe', 'pipe', stderr === 'inherit' ? 'inherit' : 'pipe'] });
-    if (stderr !== 'inherit') {
-      const logLine = (line: string) => { if (line.trim()) stderr.info({ stream: 'stderr' }, line.replace(/\r$/, '')); };
-      readLines(this.child.stderr!, logLine, () => stderr.warn('the server wrote a stderr line over 64 KiB; it was dropped'), 64 * 1024);
-    }
+    this.child = spawn(opts.command, opts.args, { env: opts.env, cwd: opts.cwd, stdio: ['pipe', 'pipe', stderr === 'inherit' ? 'inherit' : 'pipe'], detached: this.ownGroup });
+    const pid = this.child.pid;
+    if (this.ownGroup && pid !== undefined) groups.add(pid);
+    let failed: (err: Error) => void = () => {};
+    this.started = new Promise((resolve, reject) => { this.child.once('spawn', resolve); failed = reject; });
+    this.started.catch(() => { /* the exit promise and onclose report it too */ });
     this.exited = new Promise((resolve) => {
       this.child.on('error', (err: NodeJS.ErrnoException) => {
-        const reason = err.code === 'ENOENT' ? `command not found: ${opts.command}` : err.message;
+        // After a successful start, 'error' means a signal could not be sent: 'exit' reports the end.
+        if (this.child.pid !== undefined) return;
+        const reason = startFailure(err, opts.command);
         opts.log.error({ command: opts.command }, `cannot start the MCP server: ${reason}`);
+        failed(new Error(reason));
         this.onclose?.(reason);
         resolve({ code: 127, signal: null });
       });
       this.child.on('exit', (code, signal) => {
+        if (pid !== undefined) groups.delete(pid);
         this.onclose?.(signal ? `the server process was killed by ${signal}` : `the server process exited with code ${code}`);
         resolve({ code, signal });
       });
     });
-    this.child.stdin!.on('error', () => { /* the exit handler reports a dead child */ });
+    // Without file descriptors (EMFILE) the pipes were never made: the 'error' event says why.
+    if (!this.child.stdin || !this.child.stdout) return;
+    this.child.stdin.on('error', () => { /* the exit handler reports a dead child */ });
+    if (stderr !== 'inherit' && this.child.stderr) {
+      const logLine = (line: string) => { if (line.trim()) stderr.info({ stream: 'stderr' }, line.replace(/\r$/, '')); };
+      readLines(this.child.stderr, logLine, () => stderr.warn('the server wrote a stderr line over 64 KiB; it was dropped'), 64 * 1024);
+    }
     readLines(
       this.child.stdout!,
       (line) => {
@@ -77,15 +114,30 @@ export class StdioUpstream implements Upstream {
     return Promise.resolve();
   }
 
-  /** MCP stdio shutdown: close stdin, wait, then SIGTERM, then SIGKILL. */
+  /** Sends a signal to the child and everything in its process group. */
+  kill(signal: NodeJS.Signals): void {
+    const pid = this.child.pid;
+    if (pid === undefined || this.child.exitCode !== null || this.child.signalCode !== null) return;
+    if (this.ownGroup) killGroup(pid, signal);
+    else this.child.kill(signal);
+  }
+
+  /**
+   * MCP stdio shutdown: close stdin, wait, then SIGTERM, then SIGKILL — to the whole process
+   * group, which is also killed once the child has exited, so nothing it started outlives it.
+   */
   async close(graceMs = 2000): Promise<void> {
-    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
+    const pid = this.child.pid;
+    if (pid === undefined) return;
+    const gone = () => { if (this.ownGroup) killGroup(pid, 'SIGKILL'); };
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return gone();
     this.child.stdin?.end();
     const timeout = (ms: number) => new Promise((r) => setTimeout(r, ms).unref());
-    if (await Promise.race([this.exited.then(() => true), timeout(graceMs).then(() => false)])) return;
-    this.child.kill('SIGTERM');
-    if (await Promise.race([this.exited.then(() => true), timeout(graceMs).then(() => false)])) return;
-    this.child.kill('SIGKILL');
+    if (await Promise.race([this.exited.then(() => true), timeout(graceMs).then(() => false)])) return gone();
+    this.kill('SIGTERM');
+    if (await Promise.race([this.exited.then(() => true), timeout(graceMs).then(() => false)])) return gone();
+    this.kill('SIGKILL');
     await this.exited;
+    gone();
   }
 }

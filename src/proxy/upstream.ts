@@ -12,6 +12,8 @@ export interface Upstream {
   /** The upstream is gone for good (process exited, connection failed). */
   onclose?: (reason: string) => void;
   close(): Promise<void>;
+  /** Resolves once the upstream runs; rejects, with a reason to show, when it could not be started. */
+  readonly started?: Promise<void>;
 }
 
 /** A send that certainly never reached the server (not connected, refused): a call's reservation can be given back. */

@@ -76,7 +76,7 @@ export function gradeOf(classifications: readonly Classification[], auth: AuthPo
 }
 
 function faq(tool: ToolDefinition, c: Classification, serverName: string, rule: PolicyInput): ToolRecord['faq'] {
-  const entry = JSON.stringify(rule.tools?.[c.name] ?? {});
+  const entry = JSON.stringify(rule.tools && Object.hasOwn(rule.tools, c.name) ? rule.tools[c.name] : {});
   return [
     { q: `What does ${c.name} do?`, a: tool.description?.trim() || `${c.name} has no description. ${c.rationale}` },
     { q: `What risk level is ${c.name}?`, a: `${c.name} is a ${c.category} tool with ${c.risk} risk (confidence ${c.confidence}). ${c.rationale}` },

@@ -3,12 +3,13 @@ import { openMemoryState } from './memory.js';
 import { openRedisState } from './redis.js';
 import { RedisDsnError } from './redis-dsn.js';
 import { openSqliteState } from './sqlite.js';
+import { StateError } from './errors.js';
 import type { StateStore } from './types.js';
 
 export type { Approval, ApprovalDecision, ApprovalStatus, ApprovalStore, Charge, CounterStore, FlagStore, FleetInstance, FleetView, Grant, GrantStore, KillScope, KillSwitchState, PinStore, StateHealth, StateStore } from './types.js';
 export { openDatabase } from './sqlite.js';
 
-export class StateError extends Error {}
+export { DatabaseFileError, StateError } from './errors.js';
 
 /**
  * Opens the state store a DSN names: `memory:`, `sqlite:PATH` (relative to `base`), or a bare path

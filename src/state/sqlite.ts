@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
+import { databaseFileError } from './errors.js';
 import { SqliteApprovalStore } from './sqlite-approvals.js';
 import type { Charge, CounterStore, FlagStore, Grant, GrantStore, KillScope, KillSwitchState, OAuthStore, PinStore, StateStore } from './types.js';
 
@@ -10,14 +11,20 @@ import type { Charge, CounterStore, FlagStore, Grant, GrantStore, KillScope, Kil
  * against process crashes), and a busy timeout so that several processes share one file.
  */
 export function openDatabase(file: string): Database.Database {
-  if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
-  const db = new Database(file);
-  // Small pages: a counter update or an audit row rewrites one small WAL frame, not 4 KiB.
-  db.pragma('page_size = 1024');
-  db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = NORMAL');
-  db.pragma('busy_timeout = 5000');
-  return db;
+  let db: Database.Database | undefined;
+  try {
+    if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
+    db = new Database(file);
+    // Small pages: a counter update or an audit row rewrites one small WAL frame, not 4 KiB.
+    db.pragma('page_size = 1024');
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = NORMAL');
+    db.pragma('busy_timeout = 5000');
+    return db;
+  } catch (err) {
+    db?.close();
+    throw databaseFileError(file, err);
+  }
 }
 
 class OverLimit extends Error {
@@ -283,16 +290,21 @@ export class SqliteOAuthStore implements OAuthStore {
 
 export function openSqliteState(file: string): StateStore {
   const db = openDatabase(file);
-  const dataVersion = new DataVersion(db);
-  const approvals = new SqliteApprovalStore(db);
-  return {
-    kind: 'sqlite',
-    counters: new SqliteCounterStore(db),
-    flags: new SqliteFlagStore(db, dataVersion),
-    pins: new SqlitePinStore(db),
-    grants: new SqliteGrantStore(db, dataVersion),
-    approvals,
-    oauth: new SqliteOAuthStore(db),
-    close: async () => { approvals.stop(); closeDatabase(db); },
-  };
+  try {
+    const dataVersion = new DataVersion(db);
+    const approvals = new SqliteApprovalStore(db);
+    return {
+      kind: 'sqlite',
+      counters: new SqliteCounterStore(db),
+      flags: new SqliteFlagStore(db, dataVersion),
+      pins: new SqlitePinStore(db),
+      grants: new SqliteGrantStore(db, dataVersion),
+      approvals,
+      oauth: new SqliteOAuthStore(db),
+      close: async () => { approvals.stop(); closeDatabase(db); },
+    };
+  } catch (err) {
+    db.close();
+    throw databaseFileError(file, err);
+  }
 }
