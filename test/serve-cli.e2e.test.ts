@@ -164,6 +164,42 @@ describe('toolgate serve -c FILE', () => {
   });
 });
 
+describe('toolgate serve --fail-open', () => {
+  it('is the default for every server without its own fail_open; a server that says false still fails closed', async () => {
+    const dir = tempDir();
+    const limited = writePolicy(dir, { version: '1', default: 'allow', tools: { echo: { limits: [{ counter: 'e', window: 'minute', max: 100 }] } } }, 'limited.json');
+    const config = writePolicy(dir, {
+      listen: '127.0.0.1:0', state: 'sqlite:./state.db', audit: './audit.db',
+      servers: {
+        inherits: { command: process.execPath, args: [LENIENT], auth: 'none', policy: limited },
+        strict: { command: process.execPath, args: [LENIENT], auth: 'none', policy: limited, fail_open: false },
+      },
+    }, 'toolgate.json');
+    const serve = new Serve(['-c', config, '--json', '--fail-open'], testEnv(dir));
+    const db = new Database(join(dir, 'state.db'));
+    try {
+      await serve.until(parsesAsJson);
+      const { listen } = JSON.parse(serve.stdout) as { listen: string };
+      const call = async (server: string) => {
+        const client = new Client({ name: 'outage', version: '1' });
+        await client.connect(new StreamableHTTPClientTransport(new URL(`${listen}/${server}/mcp`)));
+        const r = await client.callTool({ name: 'echo', arguments: { message: 'during the outage' } });
+        await client.close();
+        return r;
+      };
+      db.exec('BEGIN EXCLUSIVE');
+      const open = await call('inherits');
+      assert.equal(denialText(open), undefined, JSON.stringify(open));
+      const closed = await call('strict');
+      assert.match(denialText(closed)!, /fail closed/);
+    } finally {
+      if (db.inTransaction) db.exec('ROLLBACK');
+      db.close();
+      await serve.stop();
+    }
+  });
+});
+
 describe('toolgate serve -c FILE, as text', () => {
   it('prints where each server is, how to create a grant and how to connect a client', async () => {
     const dir = tempDir();
