@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ApprovalError, approvalView, type Approvals, type Channel } from '../approvals/index.js';
 import type { Approval, ApprovalStatus } from '../state/types.js';
+import { send } from './admin-http.js';
 
 const STATUSES: readonly ApprovalStatus[] = ['pending', 'approved', 'denied', 'timeout', 'used', 'unused'];
 const API_CHANNELS: readonly Channel[] = ['api', 'dashboard', 'webhook'];
@@ -10,11 +11,6 @@ export class ApprovalApiError extends Error {
   constructor(readonly status: number, message: string) {
     super(message);
   }
-}
-
-function send(res: ServerResponse, status: number, body: unknown): void {
-  res.writeHead(status, { 'content-type': 'application/json' });
-  res.end(JSON.stringify(body, null, 2));
 }
 
 /** The approver as recorded: `<channel>:<name>`, the name a short printable label the caller gives (default admin). */
