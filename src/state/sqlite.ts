@@ -42,11 +42,11 @@ interface Queued { server: string | null; charges: readonly Charge[]; now: numbe
 /**
  * Counters in one SQLite file, shared by every process that opens it.
  *
- * Group commit: the first reservation of an event-loop turn is committed at once (a lone call
- * waits for nothing); the ones that come after it in the same turn (many requests read at once,
+ * Group commit: reservations asked for in the same event-loop turn (many requests read at once,
  * under load) wait for the end of the turn and are committed together, in arrival order, in one
- * transaction. Each is still all or nothing, and each caller hears its answer only after the
- * commit, so a call is never forwarded on a reservation that is not yet durable.
+ * transaction. A lone call is committed at once: the first of a turn is, unless the turn before
+ * had more than one (load goes on). Each is still all or nothing, and each caller hears its
+ * answer only after the commit, so a call is never forwarded on a reservation not yet durable.
  */
 export class SqliteCounterStore implements CounterStore {
   private readonly get: Database.Statement<[string], { value: number; expires_at: number }>;
@@ -58,6 +58,9 @@ export class SqliteCounterStore implements CounterStore {
   private sweepAt = 0;
   private queue: Queued[] = [];
   private turn: NodeJS.Immediate | undefined;
+  /** Reservations asked for in this turn, and whether the turn before had more than one. */
+  private seen = 0;
+  private busy = false;
 
   constructor(private readonly db: Database.Database, readonly flags?: SqliteFlagStore) {
     db.exec(`CREATE TABLE IF NOT EXISTS counters (
@@ -115,9 +118,10 @@ export class SqliteCounterStore implements CounterStore {
   }
 
   private enqueue(server: string | null, charges: readonly Charge[], now: number): number | Promise<number> {
-    if (this.turn === undefined) {
-      // The first of this turn: committed now. Later ones in the same turn join the queue.
-      this.turn = setImmediate(this.endTurn).unref();
+    this.turn ??= setImmediate(this.endTurn);
+    if (++this.seen === 1 && !this.busy) {
+      // A lone call (the turn before had at most one): committed now, waiting for nothing.
+      this.turn.unref();
       const [failed] = this.commit([{ server, charges, now }]);
       this.sweep(now);
       return failed;
@@ -128,6 +132,8 @@ export class SqliteCounterStore implements CounterStore {
 
   private readonly endTurn = (): void => {
     this.turn = undefined;
+    this.busy = this.seen > 1;
+    this.seen = 0;
     if (this.queue.length === 0) return;
     const batch = this.queue;
     this.queue = [];
