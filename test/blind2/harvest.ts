@@ -44,6 +44,8 @@ export const TARGETS: Target[] = [
   { slug: 'deepl', pkg: 'deepl-mcp-server', env: { DEEPL_API_KEY: FAKE } },
   { slug: 'domain-search', pkg: 'domain-search-mcp', env: { MCP_TRANSPORT: 'stdio' } },
   { slug: 'mcp-installer', pkg: '@anaisbetts/mcp-installer' },
+  { slug: 'postgres-mcp-server', pkg: 'mcp-postgres-server', env: { PG_HOST: '127.0.0.1', PG_PORT: '1', PG_USER: 'user', PG_PASSWORD: FAKE, PG_DATABASE: 'db' } },
+  { slug: 'postgres-enhanced', pkg: 'enhanced-postgres-mcp-server', args: ['postgresql://user:placeholder@127.0.0.1:1/db'] },
 ];
 
 function binOf(root: string, t: Target): string {
