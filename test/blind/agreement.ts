@@ -90,4 +90,13 @@ function main(): void {
   }
 }
 
-if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) main();
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  // A closed pipe (`| head`) ends the listing quietly; bad input is one line, not a stack trace.
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => process.exit(err.code === 'EPIPE' ? 0 : 1));
+  try {
+    main();
+  } catch (err) {
+    console.error(`agreement: ${(err as Error).message}`);
+    process.exit(1);
+  }
+}
