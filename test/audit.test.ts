@@ -4,7 +4,6 @@ import { basename, join } from 'node:path';
 import { describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { AuditLog, maskSecrets } from '../src/audit/index.js';
-import type { AuditLogOptions } from '../src/audit/log.js';
 import { collectJournals, JOURNAL_MAX_BYTES, journalDirs, journalPrefix } from '../src/audit/journal.js';
 import { tempDir } from './helpers/toolgate.js';
 
@@ -132,7 +131,7 @@ describe('audit journal', () => {
 });
 
 /** Runs `body` (with `log`, an AuditLog on `file`) in a child process that then dies by SIGKILL. */
-async function killedChild(file: string, body: string, options: AuditLogOptions = {}): Promise<void> {
+async function killedChild(file: string, body: string, options: { background?: boolean } = {}): Promise<void> {
   const { spawnSync } = await import('node:child_process');
   const script = `import { AuditLog } from ${JSON.stringify(new URL('../src/audit/log.ts', import.meta.url).pathname)};
     const log = new AuditLog(${JSON.stringify(file)}, ${JSON.stringify(options)});
