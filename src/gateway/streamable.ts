@@ -236,8 +236,10 @@ export class StreamableSession implements ClientChannel {
     ex.answers.set(key, text);
     if (ex.unanswered > 0) return;
     const answers = [...ex.answers.values()] as string[];
-    ex.res.writeHead(200, { 'content-type': 'application/json', ...this.headers });
-    ex.res.end(ex.ids.length === 1 && answers.length === 1 ? answers[0] : `[${answers.join(',')}]`);
+    const body = ex.ids.length === 1 && answers.length === 1 ? answers[0] : `[${answers.join(',')}]`;
+    // With its length the answer goes out in one write, header and body, not as chunks.
+    ex.res.writeHead(200, ['content-type', 'application/json', 'mcp-session-id', this.opts.sessionId, 'content-length', String(Buffer.byteLength(body))]);
+    ex.res.end(body);
   }
 
   /** Turns a held answer into an SSE stream; answers already in (a batch) go first. */
