@@ -31,3 +31,42 @@ export class GatewayMetrics {
     collectDefaultMetrics({ register: this.registry, prefix: 'toolgate_process_' });
   }
 }
+
+/** Label sets seen by one server's metrics past which their cache starts over (tool names matched by a glob can be many). */
+const CHILDREN_MAX = 1000;
+
+/**
+ * One server's per-call metrics with each label set resolved once: prom-client hashes and checks
+ * a label object on every call otherwise.
+ */
+export class ServerMetrics {
+  private readonly calls = new Map<string, Counter.Internal>();
+  private readonly upstream = new Map<string, Histogram.Internal<string>>();
+  private readonly decisionSeconds: Histogram.Internal<string>;
+
+  constructor(private readonly metrics: GatewayMetrics, private readonly server: string) {
+    this.decisionSeconds = metrics.decisionSeconds.labels({ server });
+  }
+
+  decided(tool: string, decision: string, seconds: number): void {
+    const key = `${tool}\x1f${decision}`;
+    let child = this.calls.get(key);
+    if (!child) {
+      if (this.calls.size >= CHILDREN_MAX) this.calls.clear();
+      child = this.metrics.calls.labels({ server: this.server, tool, decision });
+      this.calls.set(key, child);
+    }
+    child.inc();
+    this.decisionSeconds.observe(seconds);
+  }
+
+  answered(outcome: string, seconds: number): void {
+    let child = this.upstream.get(outcome);
+    if (!child) {
+      if (this.upstream.size >= CHILDREN_MAX) this.upstream.clear();
+      child = this.metrics.upstreamSeconds.labels({ server: this.server, outcome });
+      this.upstream.set(outcome, child);
+    }
+    child.observe(seconds);
+  }
+}
