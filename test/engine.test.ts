@@ -413,6 +413,7 @@ describe('limits', () => {
     const other = await keys({ session: { id: 's2' }, grant: { label: 'ops', tags: [] }, server: { name: 'github' } });
     assert.deepEqual(other, [`c\x1f60\x1fglobal\x1f${start}`, `c\x1f60\x1fserver\x1fgithub\x1f${start}`, `c\x1f60\x1fgrant\x1fgithub\x1fops\x1f${start}`, `c\x1f60\x1fsession\x1fgithub\x1fs2\x1f${start}`]);
     assert.deepEqual(await keys(), first, 'the first scope again, after another');
+    assert.deepEqual((await e.decide(ctx('t'))).charges.map((c) => c.local), [false, false, false, true], "only a session's counter is this process's alone");
     assert.ok((await keys({ now: start + 60_000 })).every((k) => k.endsWith(`\x1f${start + 60_000}`)), 'the next window');
     assert.ok((await keys({ now: start + 59_999 })).every((k) => k.endsWith(`\x1f${start}`)), 'back in the window before');
   });

@@ -170,7 +170,7 @@ export class Engine {
         }
       }
       const slot = l.keys.slot(ctx.server.name, ctx.grant.label, ctx.session.id, ctx.now);
-      out[i] = { key: slot.key, amount, max: l.max, expiresAt: slot.start + slot.window.ms, window: slot.window };
+      out[i] = { key: slot.key, amount, max: l.max, expiresAt: slot.start + slot.window.ms, window: slot.window, local: slot.local };
     }
     return out;
   }

@@ -9,6 +9,8 @@ export function windowSeconds(window: Limit['window']): number {
 /** A limit's counter in one scope: its name (without the window), and its key in the current window. */
 export interface CounterSlot {
   readonly window: { readonly name: string; readonly ms: number };
+  /** A session's counter: no other process serves the session, so none other can charge it. */
+  readonly local: boolean;
   /** Start of the window `key` is for. */
   start: number;
   key: string;
@@ -64,6 +66,6 @@ export class CounterKeys {
   }
 
   private make(scopePart: string): CounterSlot {
-    return { window: { name: `${this.prefix}${scopePart}`, ms: this.ms }, start: NaN, key: '' };
+    return { window: { name: `${this.prefix}${scopePart}`, ms: this.ms }, local: this.scope === 'session', start: NaN, key: '' };
   }
 }
