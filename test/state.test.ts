@@ -285,6 +285,20 @@ describe("a session's counters in memory, in front of a shared store", () => {
     });
   }
 
+  for (const [name, open] of shared) {
+    it(`${name}: the kill switch is read in the shared reservation, also when every charge is local`, async () => {
+      const s = open();
+      await s.flags.setKillSwitch('srv', true);
+      assert.equal(await s.counters.reserveUnlessKilled!('srv', [local('sess', 5)], NOW), KILLED);
+      assert.equal(await s.counters.reserveUnlessKilled!('srv', [local('sess', 5), charge('g', 5)], NOW), KILLED);
+      assert.equal(await s.counters.value('sess', NOW), 0, 'nothing taken');
+      assert.equal(await s.counters.value('g', NOW), 0);
+      assert.equal(await s.counters.reserveUnlessKilled!('other', [local('sess', 5), charge('g', 5)], NOW), -1);
+      assert.equal(await s.counters.value('sess', NOW), 1);
+      await s.close();
+    });
+  }
+
   it('keeps local counters out of the shared file: another process sees only the shared ones', async () => {
     const file = join(tempDir(), 'split.db');
     const s = openState(`sqlite:${file}`);
