@@ -6,7 +6,7 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { loadavg, tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { fmt, median } from './stats.js';
@@ -43,7 +43,7 @@ async function until(url: string, ms = 30_000): Promise<void> {
 
 interface Target { name: string; url: string; headers: Record<string, string>; proc: ChildProcess }
 
-async function openSession(t: Target): Promise<Record<string, string>> {
+export async function openSession(t: Target): Promise<Record<string, string>> {
   const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...t.headers };
   const res = await fetch(t.url, { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'bench', version: '1' } } }) });
   await res.text();
@@ -57,7 +57,7 @@ async function openSession(t: Target): Promise<Record<string, string>> {
   return all;
 }
 
-async function wrk(t: Target, headers: Record<string, string>, connections: number, seconds: number): Promise<{ p50: number; p99: number; rps: number }> {
+export async function wrk(t: Target, headers: Record<string, string>, connections: number, seconds: number): Promise<{ p50: number; p99: number; rps: number }> {
   const dir = mkdtempSync(join(tmpdir(), 'tg-wrk-'));
   const script = join(dir, 'call.lua');
   writeFileSync(script, LUA);
@@ -75,7 +75,7 @@ async function wrk(t: Target, headers: Record<string, string>, connections: numb
   return { p50: ms('50'), p99: ms('99'), rps };
 }
 
-async function startTargets(withPeers: boolean): Promise<Target[]> {
+export async function startTargets(withPeers: boolean): Promise<Target[]> {
   if (withPeers && !existsSync(join(PEERS, 'node_modules/.bin/supergateway'))) {
     mkdirSync(PEERS, { recursive: true });
     writeFileSync(join(PEERS, 'package.json'), JSON.stringify({ name: 'toolgate-bench-peers', private: true }));
@@ -114,14 +114,14 @@ async function startTargets(withPeers: boolean): Promise<Target[]> {
   return targets;
 }
 
-const CONNECTIONS = [1, 16, 64] as const;
+const CASES = [1, 16, 64].map((connections) => ({ name: `${connections} conn`, connections }));
 const spread = (xs: number[]) => `${fmt(Math.min(...xs), 2)}–${fmt(Math.max(...xs), 2)}`;
 const load = () => loadavg()[0].toFixed(2);
 
 /**
  * toolgate serve (SQLite counters, grant auth, audit) against the bare forwarder, each round
- * measuring both back to back at each connection count (the order alternating per round), so that
- * each ratio is a pair taken under the same load. BENCH_PEERS=1 adds mcp-proxy and supergateway.
+ * measuring both back to back in each case (the order alternating per round), so that each ratio
+ * is a pair taken under the same load. BENCH_PEERS=1 adds mcp-proxy and supergateway.
  */
 export async function benchGateway(rounds = Number(process.env.BENCH_ROUNDS ?? 5), seconds = Number(process.env.BENCH_SECONDS ?? 5)): Promise<void> {
   if (!existsSync('/usr/bin/wrk')) {
@@ -134,32 +134,32 @@ export async function benchGateway(rounds = Number(process.env.BENCH_ROUNDS ?? 5
     const sessions = new Map<string, Record<string, string>>();
     for (const t of targets) sessions.set(t.name, await openSession(t));
     const [ours, floor] = targets;
-    const results = new Map<string, Map<number, { p50: number; p99: number; rps: number }[]>>(targets.map((t) => [t.name, new Map(CONNECTIONS.map((c) => [c, []]))]));
+    const results = new Map(targets.map((t) => [t.name, new Map(CASES.map((c) => [c.name, [] as { p50: number; p99: number; rps: number }[]]))]));
     const loads: string[] = [];
     for (let r = 0; r < rounds; r++) {
       loads.push(load());
-      for (const c of CONNECTIONS) {
+      for (const c of CASES) {
         const order = r % 2 === 0 ? targets : [...targets].reverse();
-        for (const t of order) results.get(t.name)!.get(c)!.push(await wrk(t, sessions.get(t.name)!, c, seconds));
+        for (const t of order) results.get(t.name)!.get(c.name)!.push(await wrk(t, sessions.get(t.name)!, c.connections, seconds));
       }
     }
-    console.log(`\ntools/call echo over Streamable HTTP, one session, server-everything over stdio behind each (wrk, ${rounds} rounds of ${seconds} s; load average at each round's start: ${loads.join(', ')}):`);
-    console.log('  proxy            conn   p50 ms   p99 ms      req/s   (medians)');
+    console.log(`\ntools/call echo over Streamable HTTP, one session, server-everything over stdio behind each (wrk, ${rounds} rounds of ${seconds} s; load average at each round's start: ${loads.join(', ')}; ${cpus().length} cores):`);
+    console.log('  proxy            case           p50 ms   p99 ms      req/s   (medians)');
     for (const t of targets) {
-      for (const c of CONNECTIONS) {
-        const xs = results.get(t.name)!.get(c)!;
-        console.log(`  ${t.name.padEnd(16)} ${String(c).padStart(4)} ${fmt(median(xs.map((x) => x.p50)), 3).padStart(8)} ${fmt(median(xs.map((x) => x.p99)), 3).padStart(8)} ${fmt(median(xs.map((x) => x.rps))).padStart(10)}`);
+      for (const c of CASES) {
+        const xs = results.get(t.name)!.get(c.name)!;
+        console.log(`  ${t.name.padEnd(16)} ${c.name.padEnd(12)} ${fmt(median(xs.map((x) => x.p50)), 3).padStart(8)} ${fmt(median(xs.map((x) => x.p99)), 3).padStart(8)} ${fmt(median(xs.map((x) => x.rps))).padStart(10)}`);
       }
     }
-    console.log('  toolgate against the bare forwarder, paired per round (median, and min–max over rounds):');
-    for (const c of CONNECTIONS) {
-      const a = results.get(ours.name)!.get(c)!;
-      const b = results.get(floor.name)!.get(c)!;
+    console.log('  toolgate (SQLite counters, grant auth, audit) against the bare forwarder, paired per round (median [min–max over rounds]):');
+    for (const c of CASES) {
+      const a = results.get(ours.name)!.get(c.name)!;
+      const b = results.get(floor.name)!.get(c.name)!;
       const rps = a.map((x, i) => x.rps / b[i].rps);
       const p50 = a.map((x, i) => x.p50 / b[i].p50);
-      const target = c === 16 ? ' (target >= 0.50)' : '';
-      const p50Target = c === 1 ? ' (target <= 1.50)' : '';
-      console.log(`    ${String(c).padStart(2)} conn: throughput ${fmt(median(rps), 2)}x [${spread(rps)}]${target}, p50 ${fmt(median(p50), 2)}x [${spread(p50)}]${p50Target}`);
+      const rpsTarget = c.connections === 16 ? ' (target >= 0.50)' : '';
+      const p50Target = c.connections === 1 ? ' (target <= 1.50)' : '';
+      console.log(`    ${c.name.padEnd(12)} throughput ${fmt(median(rps), 2)}x [${spread(rps)}]${rpsTarget}, p50 ${fmt(median(p50), 2)}x [${spread(p50)}]${p50Target}`);
     }
   } finally {
     for (const t of targets) t.proc.kill('SIGINT');

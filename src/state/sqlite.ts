@@ -45,7 +45,7 @@ interface Queued { server: string | null; charges: readonly Charge[]; now: numbe
  * Group commit: reservations asked for in the same event-loop turn (many requests read at once,
  * under load) wait for the end of the turn and are committed together, in arrival order, in one
  * transaction. A lone call is committed at once: the first of a turn is, unless the turn before
- * had more than one (load goes on). Each is still all or nothing, and each caller hears its
+ * committed a group of several (load goes on). Each is still all or nothing, and each caller hears its
  * answer only after the commit, so a call is never forwarded on a reservation not yet durable.
  */
 export class SqliteCounterStore implements CounterStore {
@@ -58,7 +58,7 @@ export class SqliteCounterStore implements CounterStore {
   private sweepAt = 0;
   private queue: Queued[] = [];
   private turn: NodeJS.Immediate | undefined;
-  /** Reservations asked for in this turn, and whether the turn before had more than one. */
+  /** Reservations asked for in this turn, and whether the turn before committed a group of several. */
   private seen = 0;
   private busy = false;
 
@@ -132,7 +132,9 @@ export class SqliteCounterStore implements CounterStore {
 
   private readonly endTurn = (): void => {
     this.turn = undefined;
-    this.busy = this.seen > 1;
+    // One session orders its calls, so it never has more than one waiting: only a group of
+    // several (many sessions) says that waiting pays.
+    this.busy = this.queue.length > 1;
     this.seen = 0;
     if (this.queue.length === 0) return;
     const batch = this.queue;
