@@ -236,6 +236,26 @@ describe('audit hardening (issue 9)', () => {
   });
 });
 
+describe('audit database', () => {
+  it('a new one has 4 KiB pages (rows come in batches); an existing one keeps its own', () => {
+    const dir = tempDir();
+    const fresh = new AuditLog(join(dir, 'new.db'));
+    fresh.append({ kind: 'start', message: 'x' });
+    fresh.close();
+    const old = new Database(join(dir, 'old.db'));
+    old.pragma('page_size = 1024');
+    old.exec('CREATE TABLE t (x)');
+    old.close();
+    const existing = new AuditLog(join(dir, 'old.db'));
+    existing.append({ kind: 'start', message: 'x' });
+    assert.ok(existing.verify().ok);
+    existing.close();
+    const pages = (f: string) => { const db = new Database(join(dir, f)); try { return db.pragma('page_size', { simple: true }); } finally { db.close(); } };
+    assert.equal(pages('new.db'), 4096);
+    assert.equal(pages('old.db'), 1024);
+  });
+});
+
 describe('journal lines', () => {
   it('are the JSON of their entry, also when the repeated part changes or needs escaping', () => {
     const lines = new JournalLines();

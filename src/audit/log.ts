@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { closeSync, openSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import type Database from 'better-sqlite3';
+import Database from 'better-sqlite3';
 import { closeDatabase, openDatabase } from '../state/sqlite.js';
 import { ChainWriter, GENESIS, outcomeHash, rowHash, type Batch, type JournalEntry, type Outcome } from './chain.js';
 import { alive, collectJournals, JOURNAL_MAX_BYTES, journalDirs, journalHeader, JournalLines, journalPrefix, outcomeLine } from './journal.js';
@@ -110,6 +110,28 @@ const FIELD_MAX = 4096;
 const cut = (s: string | undefined): string | null =>
   s === undefined ? null : s.length <= FIELD_MAX ? s : `${s.slice(0, FIELD_MAX)}… [${s.length - FIELD_MAX} more characters]`;
 
+/**
+ * A new audit database gets 4 KiB pages: its rows are written in batches, and bigger pages halve a
+ * batch's cost (fewer WAL frames to write; 17 against 35 µs of CPU per row). openDatabase's 1 KiB
+ * pages suit the state store, which writes one small row at a time. The page size is fixed once
+ * the file exists, so this only happens before openDatabase first creates it.
+ */
+function createAuditDatabase(file: string): void {
+  if (file === ':memory:' || existsSync(file)) return;
+  try {
+    mkdirSync(dirname(file), { recursive: true });
+    const db = new Database(file);
+    try {
+      db.pragma('page_size = 4096');
+      db.pragma('journal_mode = WAL');
+    } finally {
+      db.close();
+    }
+  } catch {
+    // openDatabase, next, says what is wrong with the file.
+  }
+}
+
 const FLUSH_EVERY_MS = 50;
 const FLUSH_AT = 256;
 
@@ -196,6 +218,7 @@ export class AuditLog {
   private readonly listeners = new Set<(e: LiveAuditEvent) => void>();
 
   constructor(private readonly file: string, private readonly opts: AuditLogOptions = {}) {
+    createAuditDatabase(file);
     this.db = openDatabase(file);
     this.inline = new ChainWriter(this.db);
     this.journalPrefix = journalPrefix(file);
