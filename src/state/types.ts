@@ -34,9 +34,10 @@ export interface CounterStore {
   /** The kill switch that `reserveUnlessKilled` reads: its state store's. */
   readonly flags?: FlagStore;
   /**
-   * `reserve`, unless the kill switch of `flags` is on for `server` (or gateway-wide), read in the
-   * same atomic step as the reservation: then nothing is taken and the answer is `KILLED`. One
-   * step instead of two on the path of every limited call.
+   * `reserve`, unless the kill switch of `flags` is on for `server` (or gateway-wide): then
+   * nothing is taken and the answer is `KILLED`. One step instead of two on the path of every
+   * limited call: SQLite reads the switch inside the reservation's write transaction, memory
+   * and Redis (from its mirror, as `killedFor` does) just before it.
    */
   reserveUnlessKilled?(server: string, charges: readonly Charge[], now: number): Awaitable<number>;
 }
