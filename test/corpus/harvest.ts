@@ -60,6 +60,25 @@ const TARGETS: Target[] = [
   { slug: 'google-calendar', pkg: '@cocal/google-calendar-mcp' },
   { slug: 'jira', pkg: '@aashari/mcp-server-atlassian-jira', env: { ATLASSIAN_SITE_NAME: 'x', ATLASSIAN_USER_EMAIL: 'x@example.com', ATLASSIAN_API_TOKEN: FAKE } },
   { slug: 'paddle', pkg: '@paddle/paddle-mcp', env: { PADDLE_API_KEY: 'pdl_sdbx_apikey_placeholder', PADDLE_ENVIRONMENT: 'sandbox' } },
+  // Dev set added for tuning (packages whose name starts with n–z, none in test/blind/): labelled
+  // against SPEC section 5 before the classifier was run on them.
+  { slug: 'vapi', pkg: '@vapi-ai/mcp-server', env: { VAPI_TOKEN: FAKE } },
+  { slug: 'render', pkg: '@niyogi/render-mcp', args: ['start'], env: { RENDER_API_KEY: FAKE } },
+  { slug: 'bitbucket', pkg: '@nexus2520/bitbucket-mcp-server', env: { BITBUCKET_USERNAME: 'x', BITBUCKET_APP_PASSWORD: FAKE, BITBUCKET_TOKEN: FAKE, BITBUCKET_BASE_URL: 'https://bitbucket.example.invalid' } },
+  { slug: 'n8n-management', pkg: '@node2flow/n8n-management-mcp', env: { N8N_URL: 'http://127.0.0.1:1', N8N_API_KEY: FAKE } },
+  { slug: 'tradingview', pkg: 'tradingview-mcp-server' },
+  { slug: 'postgrest', pkg: '@supabase/mcp-server-postgrest', args: ['--apiUrl', 'http://127.0.0.1:1', '--schema', 'public'] },
+  { slug: 'slack-zencoder', pkg: '@zencoderai/slack-mcp-server', env: { SLACK_BOT_TOKEN: FAKE, SLACK_TEAM_ID: 'T000' } },
+  { slug: 'spider-cloud', pkg: 'spider-cloud-mcp', env: { SPIDER_API_KEY: FAKE } },
+  { slug: 'provenonce', pkg: '@provenonce/mcp' },
+  { slug: 'drawio', pkg: '@next-ai-drawio/mcp-server' },
+  { slug: 'pdfcrowd', pkg: 'pdfcrowd-mcp-pdf-export', env: { PDFCROWD_USERNAME: 'demo', PDFCROWD_API_KEY: FAKE } },
+  { slug: 'x64dbg', pkg: 'x64dbg-mcp-server' },
+  { slug: 'xampp', pkg: 'xampp-mcp' },
+  // Tried and left out: @pollinations/mcp-server-sqlite (native module needs an install script),
+  // vercel-mcp-server (no built dist), @neverinfamous/mysql-mcp and universal-db-mcp (connect to
+  // the database before listing), swagmanager-mcp (needs a login), playwright-mcp-server (no
+  // tools/list), proliferate-sandbox-mcp (needs its backend).
 ];
 // stripe.json and paypal.json come from the agent toolkits' MCP servers (@stripe/agent-toolkit@0.7.11,
 // the last version with local tool definitions, and @paypal/agent-toolkit@1.8.0), constructed with
