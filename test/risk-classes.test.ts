@@ -151,3 +151,66 @@ describe('the fallback is rare and says so', () => {
     assert.ok(c.evidence.some((e) => e.from === 'server'));
   });
 });
+
+describe('a verb list anywhere in the sentence: the most dangerous listed action decides', () => {
+  check({ name: 'emu-debugger' }, [
+    [{ name: 'emu_threads', description: 'Thread operations: list, get current, or pause/resume/rename' }, 'Write'],
+    [{ name: 'emu_sockets', description: 'List sockets/pipes, get a socket name, or close a socket' }, 'Write'],
+    [{ name: 'emu_image', description: 'Get image info (size, layout, sections) or set entry point' }, 'Write'],
+    [{ name: 'emu_watchpoints', description: 'Unified tool for watchpoint operations (set, get, list, toggle, remove)' }, 'Write'],
+    [{ name: 'emu_exec', description: 'Execution control operations: step into/over, run, get trace info' }, 'Execute'],
+    [{ name: 'emu_frames', description: 'Frame operations: call stack, read raw, get locals' }, 'Read'],
+    [{ name: 'emu_hotfix', description: 'List, apply or restore patches, or export the patched image' }, 'Write'],
+  ]);
+});
+
+describe('a word\'s sense from its shape in the name and the sentence', () => {
+  check({ name: 'crawler' }, [
+    [{ name: 'crawler_links', description: 'Smart link extraction from a page.' }, 'Read'],
+    [{ name: 'crawler_patches', description: 'List the patches published for a site.' }, 'Read'],
+    [{ name: 'csv_to_json', description: 'Turns CSV text into JSON.' }, 'Read'],
+    [{ name: 'sqlToMongo', description: 'Converts a SQL query to a MongoDB filter.' }, 'Read'],
+    [{ name: 'set_custom_user_agent', description: 'Set a custom user agent string for requests.' }, 'Write'],
+    [{ name: 'fetch_gated', description: 'Access blocked or protected pages through a rotating proxy.' }, 'Read'],
+  ]);
+});
+
+describe('destruction is what the call does, not what it avoids', () => {
+  check({ name: 'whiteboard' }, [
+    [{ name: 'add_board_tab', description: 'Append a tab to the board without touching existing tabs, instead of new_board, which wipes everything.' }, 'Write'],
+    [{ name: 'new_board', description: 'DESTRUCTIVE: replaces the entire board, including unsaved sketches.' }, 'Destructive'],
+    [{ name: 'open_board_file', description: 'Open a .board file, replacing the entire workspace with its contents.' }, 'Destructive'],
+    [{ name: 'archive_sketch', description: 'Archive a sketch; this does not permanently remove it.' }, 'Write'],
+  ]);
+});
+
+describe('generating writes when it writes a file', () => {
+  check({ name: 'reports-to-disk' }, [
+    [{ name: 'export_board', description: 'Export the current board to a file (png or svg).' }, 'Write'],
+    [{ name: 'table_export', description: 'Exports a table to a CSV file.' }, 'Write'],
+    [{ name: 'chart_render', description: 'Checks the chart spec and returns a rendered PNG.', inputSchema: obj({ spec: str, outputPath: str }) }, 'Write'],
+    [{ name: 'chart_preview', description: 'Checks the chart spec and returns a rendered PNG.', inputSchema: obj({ spec: str }) }, 'Read'],
+  ]);
+});
+
+describe('a file of statements runs them', () => {
+  check({ name: 'local-dbms' }, [
+    [{ name: 'schema_import', description: 'Imports a SQL dump into a database.' }, 'Execute'],
+    [{ name: 'contacts_import', description: 'Imports contacts from a CSV file into the address book.' }, 'Write'],
+  ]);
+});
+
+describe('browser automation in other words', () => {
+  check({ name: 'scraper-cloud' }, [
+    [{ name: 'cloud_browser', description: 'Hosted browser automation from plain-language steps such as "log in, open settings".' }, 'Execute'],
+    [{ name: 'cloud_fetch', description: 'Fetch one page and return its text.' }, 'Read'],
+  ]);
+});
+
+describe('a call that takes a payment spends money', () => {
+  check({ name: 'agent-registry' }, [
+    [{ name: 'renew_badge', description: 'Renew the badge of this agent for another month.', inputSchema: obj({ payment_tx: str }) }, 'Financial'],
+    [{ name: 'batch_checkin', description: 'Submit liveness check-ins for several agents. One payment covers all of them.' }, 'Financial'],
+    [{ name: 'get_badge', description: 'Get the badge of an agent.', inputSchema: obj({ payment_tx: str }) }, 'Read'],
+  ]);
+});

@@ -1,7 +1,7 @@
 import {
   AGENT_NAMES, AMBIGUOUS, ARTEFACT_NOUNS, CONTEXT_MONEY_NOUNS, DEPLOY_SERVER, METERED_NOUNS, DETACHABLE_NOUNS, EXEC_NOUNS, EXEC_PROSE,
-  HTTP_METHODS, isNoun, LIGHT_NOUNS, lookupVerb, MAKING_VERBS, MONEY_MOVES, MONEY_NOUNS, MONEY_SERVER,
-  MONEY_VERBS_ON_OBJECT, PHRASES, PICTURE_NOUNS, PROCESS_NOUNS, PROTECTION_NOUNS, QUERY_LANGUAGE, REPORT_NOUNS,
+  EDIT_NOUNS, HTTP_METHODS, isNoun, LIGHT_NOUNS, lookupVerb, MAKING_VERBS, MONEY_MOVES, MONEY_NOUNS, MONEY_SERVER,
+  MONEY_VERBS_ON_OBJECT, PAYMENT_PARAM, PHRASES, PICTURE_NOUNS, PROCESS_NOUNS, PROTECTION_NOUNS, QUERY_LANGUAGE, REPORT_NOUNS,
 } from './lexicon.js';
 import { article, capitalise, gerund, needsArticle, nounPhrase } from './prose.js';
 import { signalsOf } from './signals.js';
@@ -50,16 +50,35 @@ interface Context {
   description: string;
   sql: boolean;
   serverWords: Set<string>;
+  /** The nouns of the tool's name: what a description's bare verb list ("set, get, remove") acts on. */
+  nameNouns: string[];
 }
 
-const COMPOUND_NOUNS: [string, string][] = [['merge', 'request'], ['pull', 'request'], ['merge', 'requests'], ['pull', 'requests'], ['sign', 'in'], ['payment', 'method'], ['auto', 'renewal'], ['commit', 'message']];
+const COMPOUND_NOUNS: [string, string][] = [['call', 'stack'], ['user', 'agent'], ['merge', 'request'], ['pull', 'request'], ['merge', 'requests'], ['pull', 'requests'], ['sign', 'in'], ['payment', 'method'], ['auto', 'renewal'], ['commit', 'message']];
 const FLUFF = /^(?:this (?:tool|function|endpoint) (?:will |can |is used to |lets you |allows you to )?|use this (?:tool )?to |tool (?:to|for) |allows? (?:you |the agent |users )?to |helps? (?:you )?(?:to )?|lets you |used to |a tool (?:to|that|for) |you can |(?:an? )?(?:simple |powerful )?(?:tool|utility|function) (?:to|that|for) )/i;
 const BROWSER_SERVER = /playwright|puppeteer|browser|chrome|devtools|selenium|webdriver/;
-const SAVES_TO_DISK = /\b(will be saved|are saved|is saved|output ?dir(?:ectory)?|saves (?:it |them |the \w+ )?(?:to|as|in) (?:a |the )?(?:file|disk|folder|directory|path)|writes (?:it |them |the \w+ )?to (?:a |the )?(?:file|disk))\b/;
-const AGENT_PROSE = /^(?:an? )?(?:autonomous|ai|coding|code)?[\w -]{0,24} (?:agent|assistant)\b/;
+const SAVES_TO_DISK = /\b((?:exports?|saves?|writes?|dumps?) (?:[\w.-]+ ){0,5}?to (?:a |an |the )?(?:[\w.-]+ )?(?:file|disk|folder|directory|path)\b|will be saved|are saved|is saved|output ?dir(?:ectory)?|saves (?:it |them |the \w+ )?(?:to|as|in) (?:a |the )?(?:file|disk|folder|directory|path)|writes (?:it |them |the \w+ )?to (?:a |the )?(?:file|disk))\b/;
+const AGENT_PROSE = /^(?:an? )?(?:autonomous|ai|coding|code)?[\w -]{0,24}(?<!\buser|\bhttp) (?:agent|assistant)\b/;
 const SQL_CONTEXT = /\b(sql|select [\w*]+ from|postgres\w*|mysql|sqlite|database query|read-only query)\b/;
 /** Prose that makes a change permanent: removed "permanently", work discarded. */
 const IRREVERSIBLE = /\b(permanently|irreversibl[ey]|cannot be undone|can ?not be (?:undone|recovered|reversed)|can't be undone|unrecoverable|no way to undo|hard reset|discard(?:s|ing)? (?:all |any |local |your )?(?:uncommitted |unsaved |local )?(?:changes|work|modifications|commits)|(?:changes|work) (?:will be|are) lost|wipes?|erases?|purges?)\b/;
+/** Prose that says the call replaces a whole document, whatever its verb: the old one is gone. */
+const REPLACES_WHOLE = /(?<![\w-])(?:destructive\s*[:!]|replac(?:es|ing) (?:the )?(?:entire|whole) (?:document|diagram|workspace|project|canvas|board|database|model|graph|sheet|workbook|notebook)\b)/;
+/** Words that turn what follows into what the call does *not* do ("without touching", "instead of X, which wipes"). */
+const NEGATED = /\b(?:without|instead of|unlike|rather than|not|never|no|doesn't|won't|don't)\b/;
+
+/** The first mention of `re` in `text` that the sentence does not negate or contrast away. */
+function affirmed(re: RegExp, text: string): string | undefined {
+  const global = new RegExp(re.source, 'g');
+  for (let m = global.exec(text); m; m = global.exec(text)) {
+    const start = Math.max(0, m.index - 60);
+    const before = text.slice(start, m.index);
+    const clause = before.slice(Math.max(before.lastIndexOf('. '), before.lastIndexOf('; '), before.lastIndexOf('\n')) + 1);
+    if (!NEGATED.test(clause)) return m[0];
+  }
+  return undefined;
+}
+
 const ACTION_PARAM = /^(action|actions|operation|operations|op|mode|command|subcommand|cmd|method_name)$/i;
 const FORCE_PARAM = /^(force|hard|permanent|permanently|purge|force_delete|hard_delete|forced)$/i;
 /** Verbs a force option turns into a destruction (a force push rewrites history; a forced checkout discards changes). */
@@ -76,6 +95,7 @@ function joinCompounds(words: string[]): string[] {
 }
 
 interface Sentence { text: string; lower: string }
+const HEADING = /^[\w -]{0,40}\b(?:operations|actions|commands|functions|tools|utilities|management|helpers):\s/i;
 const sentences = new Map<string, Sentence>();
 
 /** The first sentence, without markdown, as written and lower-cased (memoised: rationale and evidence quote it too). */
@@ -83,7 +103,10 @@ function firstSentence(text: string): Sentence {
   let out = sentences.get(text);
   if (out === undefined) {
     const clean = text.slice(0, 600).replace(/[*`#>_]+/g, ' ').replace(/\s+/g, ' ').trim();
-    const end = clean.search(/[.!?:;\n](\s|$)/);
+    // "Stack operations: call stack, read raw" — a heading's colon opens the sentence that says what it does.
+    const heading = HEADING.exec(clean)?.[0].length ?? 0;
+    const found = clean.slice(heading).search(/[.!?:;\n](\s|$)/);
+    const end = found < 0 ? found : found + heading;
     const first = (end > 0 ? clean.slice(0, end) : clean).slice(0, 240);
     const rest = end > 0 ? clean.slice(end + 1).trim() : '';
     out = { text: first, lower: first.toLowerCase() };
@@ -142,6 +165,7 @@ function refine(verb: string, base: Category, objects: string[], ctx: Context, p
       if (verb === 'start' && has(PROCESS_NOUNS) && !has(EXEC_NOUNS)) return act('Write', 'is a bounded change');
       if (['run', 'perform', 'execute', 'start', 'trigger', 'begin'].includes(verb) && (has(REPORT_NOUNS) || ['search', 'crawl', 'lookup'].includes(objects[0] ?? '')) && !has(EXEC_NOUNS)) return act('Read', 'only reads: the report or audit is predefined');
       if (verb === 'drop' && !ctx.browser) return act('Destructive', 'destroys what it names');
+      if (verb === 'apply' && has(EDIT_NOUNS)) return act('Write', 'changes state in a bounded way');
       if (verb === 'build' && objects.some((o) => ARTEFACT_NOUNS.has(o))) return act('Read', 'hands the result back and changes nothing');
       if (['type', 'press', 'fill', 'click', 'tap', 'hover', 'drag', 'drop', 'swipe', 'scroll', 'handle'].includes(verb)) return act('Execute', 'is a browser or device action that clicks, types or submits');
       return act('Execute', 'runs open-ended computation');
@@ -154,6 +178,7 @@ function refine(verb: string, base: Category, objects: string[], ctx: Context, p
       if (['connect', 'create', 'open', 'new', 'attach', 'complete', 'prepare', 'apply'].includes(verb) && (has(EXEC_NOUNS) || EXEC_PROSE.test(ctx.description))) {
         return act('Execute', 'starts or attaches to a running process, debugger or interpreter');
       }
+      if (['import', 'load', 'source'].includes(verb) && (has(EXEC_NOUNS) || /\b(?:sql|script)\b/.test(phrase.toLowerCase()))) return act('Execute', 'runs the statements of the file it loads');
       if (ctx.deploy && ['sync', 'promote', 'rollout', 'release', 'redeploy'].includes(verb) && objects.some((o) => APPS.has(o))) return act('Execute', 'deploys it, running whatever the deployment runs');
       if (verb === 'switch' && ctx.browser && objects.some((o) => ['tab', 'tabs', 'page', 'pages', 'window', 'frame'].includes(o))) return act('Read', 'only changes which page is shown');
       if (verb === 'submit' && ctx.browser && objects.includes('form')) return act('Execute', 'submits input in a browser');
@@ -161,6 +186,7 @@ function refine(verb: string, base: Category, objects: string[], ctx: Context, p
       return act('Write', 'changes state in a bounded way');
     case 'Read':
       if (verb === 'download' && SAVES_TO_DISK.test(ctx.description)) return act('Write', 'writes the downloaded files to disk');
+      if (['export', 'dump', 'render', 'convert', 'print'].includes(verb) && SAVES_TO_DISK.test(ctx.description)) return act('Write', 'writes the result to a file');
       if (['query', 'search', 'run', 'execute', 'find', 'select', 'aggregate'].includes(verb) && (ctx.sql || QUERY_LANGUAGE.test(ctx.description))) {
         return act('Execute', 'runs a query language, which is Execute even when it only reads');
       }
@@ -193,7 +219,12 @@ function nameAction(words: string[], ctx: Context): Action | undefined {
     const phrase = phraseAction(joined);
     if (phrase) return { ...phrase, objects: words };
   }
-  const found = words.map((w, i) => ({ w, i, v: lookupVerb(w) })).filter((x) => x.v);
+  // "sql_to_rest", "html_to_markdown": one format made from another, handed back.
+  if (words.length === 3 && words[1] === 'to' && !words.some((w) => { const v = lookupVerb(w); return v && !QUERY_LANGUAGE.test(w); })) {
+    return { verb: 'convert', category: 'Read', objects: [words[0]], phrase: `${words[0].toUpperCase()} to ${words[2]}`, effect: 'hands the result back and changes nothing' };
+  }
+  // A plural of a word that is as often a noun ("spider_links", "x64dbg_patches") names things, not the action.
+  const found = words.map((w, i) => ({ w, i, v: lookupVerb(w) })).filter((x) => x.v && !(x.i > 0 && x.w !== x.v.base && (AMBIGUOUS.has(x.v.base) || HTTP_METHODS.has(x.v.base))));
   if (found.length === 0) {
     // An agent noun names its action ("user-services-reader" reads, "site-updater" updates).
     for (const w of words) {
@@ -231,6 +262,7 @@ function nameAction(words: string[], ctx: Context): Action | undefined {
 }
 
 const STOP = new Set(['a', 'an', 'the', 'new', 'to', 'of', 'for', 'from', 'in', 'on', 'all', 'any', 'one', 'or', 'and', 'with', 'by', 'using', 'your', 'its', 'their', 'this', 'that', 'specific', 'single', 'existing', 'given']);
+const PARTICLE = /^(?:into|over|out|through|up|down|back|off|on)$/;
 const PREPOSITION = /^(?:against|into|at|about|over|between|under|across|per|through|onto|inside|across|of)$/;
 const PHRASE_END = /^(?:and|or|but|with|using|via|by|if|when|which|that|so|then|including|based|for|in|from|within|without|as|to)$/;
 
@@ -264,10 +296,17 @@ function descriptionAction(description: string, ctx: Context): Action | undefine
   const phrase = phraseAction(sentence);
   const phraseAt = phrase ? sentence.split(/\s+/).indexOf(phrase.verb.split(' ')[0]) : -1;
   if (phrase && (firstVerb < 0 || phraseAt <= firstVerb + 1)) return { ...phrase, phrase: objectPhrase(first.text.slice(fluff).split(/\s+/), sentence.split(/\s+/).indexOf(phrase.verb.split(' ').pop()!) + 1) };
-  const raw = first.text.slice(fluff).split(/\s+/).slice(0, 24);
+  // "switch/suspend/resume" lists verbs as a slashed list does: one token each.
+  const raw = first.text.slice(fluff).split(/\s+/).slice(0, 24).flatMap((w) => /^[a-z]+(?:\/[a-z]+)+,?$/i.test(w) && w.split('/').some((p) => lookupVerb(p.toLowerCase().replace(/,$/, ''))?.base === p.toLowerCase().replace(/,$/, ''))
+    ? w.replace(/,$/, '').split('/').map((p, i, all) => (i < all.length - 1 ? `${p},` : p)) : [w]);
   const words = raw.map((w) => w.toLowerCase().replace(/[^a-z0-9-]/g, ''));
-  const at = words.findIndex((w) => { const v = lookupVerb(w); return v && (!HTTP_METHODS.has(v.base) || v.base === 'get' || v.base === 'delete'); });
+  const compound = (i: number) => COMPOUND_NOUNS.some(([a, b]) => words[i] === a && words[i + 1] === b);
+  let at = words.findIndex((w, i) => { const v = lookupVerb(w); return v && (!HTTP_METHODS.has(v.base) || v.base === 'get' || v.base === 'delete') && !compound(i); });
   if (at < 0) return undefined;
+  // "link extraction": a noun before the action noun is its object, and the action noun the verb.
+  const nominal = AMBIGUOUS.has(lookupVerb(words[at])!.base) ? actionNoun(words[at + 1] ?? '') : undefined;
+  if (nominal) at += 1;
+  const verbOf = (i: number) => (i === at && nominal) || lookupVerb(words[i])!;
   const verbsAt = [at];
   for (let j = at; j < words.length - 1; j++) {
     const listed = raw[j].endsWith(',') || words[j + 1] === 'or' || words[j + 1] === 'and';
@@ -278,7 +317,12 @@ function descriptionAction(description: string, ctx: Context): Action | undefine
     j = k - 1;
   }
   const tail = verbsAt[verbsAt.length - 1];
-  const objects = words.slice(tail + 1, tail + 6).filter((w) => w && !STOP.has(w) && (!lookupVerb(w) || AMBIGUOUS.has(w) || REPORT_NOUNS.has(w) || ARTEFACT_NOUNS.has(w))).slice(0, 3);
+  const objectsAfter = (from: number) => {
+    const found = words.slice(from, from + 5).filter((w) => w && !STOP.has(w) && (!lookupVerb(w) || AMBIGUOUS.has(w) || REPORT_NOUNS.has(w) || ARTEFACT_NOUNS.has(w) || (w.endsWith('s') && lookupVerb(w)!.base !== w))).slice(0, 3);
+    // A bare list of verbs ("breakpoint operations (set, get, remove)") acts on what the tool names.
+    return found.length || from < words.length ? found : ctx.nameNouns;
+  };
+  const objects = objectsAfter(tail + 1);
   const phraseText = objectPhrase(raw, tail + 1);
   // The head of the first noun phrase is what the verb acts on ("the default payment method" → method).
   let direct: string | undefined;
@@ -288,12 +332,29 @@ function descriptionAction(description: string, ctx: Context): Action | undefine
     if (!lookupVerb(w) || AMBIGUOUS.has(w) || direct) direct = w;
   }
   let best: Action | undefined;
+  const consider = (action: Action) => { if (!best || SEVERITY[action.category] > SEVERITY[best.category]) best = action; };
   for (const i of verbsAt) {
-    const v = lookupVerb(words[i])!;
-    const action = { ...refine(v.base, v.category, objects, ctx, phraseText, direct ?? objects[0]), lead: at === 0 };
-    if (!best || SEVERITY[action.category] > SEVERITY[best.category]) best = action;
+    const v = verbOf(i);
+    consider({ ...refine(v.base, v.category, objects, ctx, phraseText, direct ?? objects[0]), lead: at === 0 });
+  }
+  // Later clauses of the same sentence that open with a plain verb ("list handles, get a name, or close a handle").
+  for (let j = tail + 2; j < words.length; j++) {
+    const afterOr = words[j - 1] === 'or';
+    if (!(afterOr || /[,):]$/.test(raw[j - 1]))) continue;
+    const v = lookupVerb(words[j]);
+    if (!v || v.base !== words[j] || (HTTP_METHODS.has(v.base) && v.base !== 'delete') || compound(j)) continue;
+    // A word that is as often a noun is a verb here only after "or", alone in its list item, or before a particle ("step into").
+    if (AMBIGUOUS.has(v.base) && !afterOr && !/[,)]$/.test(raw[j]) && !PARTICLE.test(words[j + 1] ?? '')) continue;
+    const own = objectsAfter(j + 1);
+    consider({ ...refine(v.base, v.category, own, ctx, objectPhrase(raw, j + 1), own[0]), verb: v.base });
   }
   return best;
+}
+
+/** The verb an action noun names ("extraction" → extract, "deletion" → delete), if the lexicon knows it. */
+function actionNoun(word: string): { base: string; category: Category } | undefined {
+  if (!/(?:t|s)ion$/.test(word)) return undefined;
+  return lookupVerb(word.slice(0, -3)) ?? lookupVerb(`${word.slice(0, -3)}e`);
 }
 
 const LIGHT_EFFECTS = new Set(['stops a process and destroys no data', 'is a small change that can be undone by adding it back']);
@@ -398,6 +459,7 @@ export function classifyTool(tool: ToolDefinition, server: ServerContext = {}, p
       return value;
     },
     serverWords: profile.words,
+    nameNouns: words.filter((w) => !profile.words.has(w) && (!lookupVerb(w) || AMBIGUOUS.has(w))),
   };
   // Context from the server only counts where the tool itself says nothing.
   const withServer: Context = description ? ctx : Object.create(ctx, { description: { value: `${ctx.description} ${profile.text}` } });
@@ -425,7 +487,7 @@ export function classifyTool(tool: ToolDefinition, server: ServerContext = {}, p
       const escalates = SEVERITY[other.category] > SEVERITY[fromName.category] && (
         other.category === 'Financial' ? MONEY_MOVES.test(firstLine.lower)
           : other.category === 'Execute' ? EXEC_PROSE.test(lowerDescription) || QUERY_LANGUAGE.test(lowerDescription) || other.effect.includes('another agent')
-            : other.category === 'Destructive' ? GENERIC_VERBS.has(fromName.verb) || IRREVERSIBLE.test(lowerDescription.slice(0, 400))
+            : other.category === 'Destructive' ? GENERIC_VERBS.has(fromName.verb) || !!affirmed(IRREVERSIBLE, lowerDescription.slice(0, 400))
               : GENERIC_VERBS.has(fromName.verb));
       if (!agreement && (fromName.weak || opaque || escalates)) {
         action = other;
@@ -459,11 +521,13 @@ export function classifyTool(tool: ToolDefinition, server: ServerContext = {}, p
     notes.push(`${capitalise(widened.why)}, and the most dangerous plausible effect decides.`);
     evidence.push({ from: 'schema', text: widened.why });
   }
-  if (action && (action.category === 'Write' || action.category === 'Execute') && !LIGHT_EFFECTS.has(action.effect) && IRREVERSIBLE.test(lowerDescription.slice(0, 400)) && !/\b(not|never|no longer)\s+(permanently|irreversibl)/.test(lowerDescription)) {
-    const said = IRREVERSIBLE.exec(lowerDescription)![0];
+  const irreversible = action && !LIGHT_EFFECTS.has(action.effect) && action.category !== 'Destructive' && action.category !== 'Financial'
+    ? affirmed(REPLACES_WHOLE, lowerDescription.slice(0, 400)) ?? (action.category !== 'Read' ? affirmed(IRREVERSIBLE, lowerDescription.slice(0, 400)) : undefined)
+    : undefined;
+  if (action && irreversible) {
     action = { ...action, category: 'Destructive', effect: 'cannot be undone' };
-    notes.push(`The description says “${said}”, so the change cannot be undone.`);
-    evidence.push({ from: 'description', text: said });
+    notes.push(`The description says “${irreversible.replace(/\s*[:!]$/, '')}”, so the change cannot be undone.`);
+    evidence.push({ from: 'description', text: irreversible });
   }
   const moneyText = lowerDescription.slice(0, 300);
   if (action && action.category !== 'Financial' && MONEY_MOVES.test(moneyText) && SEVERITY[action.category] >= SEVERITY.Write) {
@@ -471,6 +535,12 @@ export function classifyTool(tool: ToolDefinition, server: ServerContext = {}, p
     action = { ...action, category: 'Financial', effect: 'moves money' };
     notes.push(`The description says it ${said.trim()}, which moves money or creates an obligation to pay.`);
     evidence.push({ from: 'description', text: said });
+  }
+  const payment = action && action.category !== 'Financial' && SEVERITY[action.category] >= SEVERITY.Write ? topProperties(tool).find(([name]) => PAYMENT_PARAM.test(name)) : undefined;
+  if (action && payment) {
+    action = { ...action, category: 'Financial', effect: 'moves money' };
+    notes.push(`It takes a payment in its \`${payment[0]}\` argument, so the call spends money.`);
+    evidence.push({ from: 'schema', text: payment[0] });
   }
   if (action && (action.category === 'Write' || action.category === 'Execute') && READ_ONLY.test(lowerDescription.slice(0, 300))
     && !QUERY_LANGUAGE.test(lowerDescription) && !EXEC_PROSE.test(lowerDescription) && !ctx.sql && !notes.length) {
