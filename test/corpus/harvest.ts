@@ -75,6 +75,17 @@ const TARGETS: Target[] = [
   { slug: 'pdfcrowd', pkg: 'pdfcrowd-mcp-pdf-export', env: { PDFCROWD_USERNAME: 'demo', PDFCROWD_API_KEY: FAKE } },
   { slug: 'x64dbg', pkg: 'x64dbg-mcp-server' },
   { slug: 'xampp', pkg: 'xampp-mcp' },
+  { slug: 'send-email', pkg: '@skanda-yutori/mcp-send-email', env: { RESEND_API_KEY: FAKE, SENDER_EMAIL_ADDRESS: 'x@example.com' } },
+  { slug: 'azure-devops-tiberriver', pkg: '@tiberriver256/mcp-server-azure-devops', env: { AZURE_DEVOPS_ORG_URL: 'https://dev.azure.com/x', AZURE_DEVOPS_AUTH_METHOD: 'pat', AZURE_DEVOPS_PAT: FAKE } },
+  { slug: 'todoist', pkg: 'todoist-mcp', env: { API_KEY: FAKE, TODOIST_API_TOKEN: FAKE } },
+  { slug: 'salesforce-tsmztech', pkg: '@tsmztech/mcp-server-salesforce', env: { SALESFORCE_CONNECTION_TYPE: 'User_Password', SALESFORCE_USERNAME: 'x', SALESFORCE_PASSWORD: FAKE, SALESFORCE_TOKEN: FAKE } },
+  { slug: 'ohno', pkg: '@stevestomp/ohno-mcp' },
+  { slug: 'shrimp-tasks', pkg: '@tosin2013/mcp-shrimp-task-manager', env: { DATA_DIR: '/tmp/harvest-shrimp' } },
+  { slug: 'nano-banana', pkg: 'nano-banana-mcp', env: { GEMINI_API_KEY: FAKE } },
+  // Second dev batch, labelled before the classifier saw it. Harvested but left out to keep the
+  // labelling to one sitting: @piotr-agier/google-drive-mcp (120 tools), @tacticlaunch/mcp-linear
+  // (198), @shinzolabs/gmail-mcp (64); would not start without a live backend: octocode-mcp,
+  // @quadslab.io/discord-mcp, twilio-mcp, @sixtyninecommerce/mcp, @tosspayments/integration-guide-mcp.
   // Tried and left out: @pollinations/mcp-server-sqlite (native module needs an install script),
   // vercel-mcp-server (no built dist), @neverinfamous/mysql-mcp and universal-db-mcp (connect to
   // the database before listing), swagmanager-mcp (needs a login), playwright-mcp-server (no
