@@ -214,3 +214,33 @@ describe('a call that takes a payment spends money', () => {
     [{ name: 'get_badge', description: 'Get the badge of an agent.', inputSchema: obj({ payment_tx: str }) }, 'Read'],
   ]);
 });
+
+describe('query languages in other words', () => {
+  check({ name: 'tasks-cloud' }, [
+    [{ name: 'get_items_by_filter', description: 'Get items using filter language, e.g. "today & #work".', inputSchema: obj({ query: str }) }, 'Execute'],
+    [{ name: 'crm_search_all', description: 'Search across records using SOSL (Salesforce Object Search Language).' }, 'Execute'],
+    [{ name: 'list_tickets', description: 'List tickets in a board.', inputSchema: obj({ board: str, wiql: str }) }, 'Execute'],
+    [{ name: 'sql_to_filter', description: 'Converts a SQL statement to a filter object.', inputSchema: obj({ sql: str }) }, 'Read'],
+    [{ name: 'list_items', description: 'List items.', inputSchema: obj({ lang: { type: 'string', description: 'The search language of the results' } }) }, 'Read'],
+  ]);
+});
+
+describe('destruction through a mode or an option', () => {
+  check({ name: 'planner' }, [
+    [{ name: 'clear_all_notes', description: 'Clear notes and reset the board.' }, 'Destructive'],
+    [{ name: 'clear_filter', description: 'Clear the current filter.' }, 'Write'],
+    [{ name: 'digest_history', description: 'Summarize the history of a card.', inputSchema: obj({ card: str, delete_raw: { type: 'boolean' } }) }, 'Destructive'],
+    [{ name: 'save_plan', description: 'Save the plan.', inputSchema: obj({ writeMode: { type: 'string', enum: ['append', 'overwrite', 'merge'] } }) }, 'Destructive'],
+    [{ name: 'shrink_card_notes', description: 'Shrink notes for a finished card. Removes the long notes but keeps the summaries.' }, 'Destructive'],
+  ]);
+});
+
+describe('the description picks among the name\'s verbs', () => {
+  check({ name: 'crm-mcp' }, [
+    [{ name: 'crm_read_webhook_trigger', description: 'Read webhook triggers of the org.' }, 'Read'],
+    [{ name: 'crm_write_webhook_trigger', description: 'Create or update a webhook trigger.' }, 'Write'],
+    [{ name: 'crm_interact_stop', description: 'Stop an interaction session and free its resources.' }, 'Write'],
+    [{ name: 'continue_editing', description: 'Continue editing the most recent drawing with a new prompt.' }, 'Write'],
+    [{ name: 'get_attachment', description: 'Download an attachment and save it to the local disk.' }, 'Write'],
+  ]);
+});

@@ -1,6 +1,6 @@
 import {
   AGENT_NAMES, AMBIGUOUS, ARTEFACT_NOUNS, CONTEXT_MONEY_NOUNS, DEPLOY_SERVER, METERED_NOUNS, DETACHABLE_NOUNS, EXEC_NOUNS, EXEC_PROSE,
-  EDIT_NOUNS, HTTP_METHODS, isNoun, LIGHT_NOUNS, lookupVerb, MAKING_VERBS, MONEY_MOVES, MONEY_NOUNS, MONEY_SERVER,
+  EDIT_NOUNS, HTTP_METHODS, isNoun, LANGUAGE_PARAM, LIGHT_NOUNS, lookupVerb, MAKING_VERBS, MONEY_MOVES, MONEY_NOUNS, MONEY_SERVER,
   MONEY_VERBS_ON_OBJECT, PAYMENT_PARAM, PHRASES, PICTURE_NOUNS, PROCESS_NOUNS, PROTECTION_NOUNS, QUERY_LANGUAGE, REPORT_NOUNS,
 } from './lexicon.js';
 import { article, capitalise, gerund, needsArticle, nounPhrase } from './prose.js';
@@ -52,6 +52,8 @@ interface Context {
   serverWords: Set<string>;
   /** The nouns of the tool's name: what a description's bare verb list ("set, get, remove") acts on. */
   nameNouns: string[];
+  /** The verb the description opens with, if it opens with one. */
+  leadVerb?: { base: string; category: Category };
 }
 
 const COMPOUND_NOUNS: [string, string][] = [['call', 'stack'], ['user', 'agent'], ['merge', 'request'], ['pull', 'request'], ['merge', 'requests'], ['pull', 'requests'], ['sign', 'in'], ['payment', 'method'], ['auto', 'renewal'], ['commit', 'message']];
@@ -79,7 +81,7 @@ function affirmed(re: RegExp, text: string): string | undefined {
   return undefined;
 }
 
-const ACTION_PARAM = /^(action|actions|operation|operations|op|mode|command|subcommand|cmd|method_name)$/i;
+const ACTION_PARAM = /^(?:action|actions|operation|operations|op|mode|command|subcommand|cmd|method_name|\w+_(?:action|operation|mode)|[a-z]+(?:Action|Operation|Mode))$/;
 const FORCE_PARAM = /^(force|hard|permanent|permanently|purge|force_delete|hard_delete|forced)$/i;
 /** Verbs a force option turns into a destruction (a force push rewrites history; a forced checkout discards changes). */
 const FORCEABLE = new Set(['push', 'reset', 'checkout', 'restore', 'revert', 'clean', 'switch', 'rebase', 'overwrite', 'sync', 'pull']);
@@ -166,12 +168,13 @@ function refine(verb: string, base: Category, objects: string[], ctx: Context, p
       if (['run', 'perform', 'execute', 'start', 'trigger', 'begin'].includes(verb) && (has(REPORT_NOUNS) || ['search', 'crawl', 'lookup'].includes(objects[0] ?? '')) && !has(EXEC_NOUNS)) return act('Read', 'only reads: the report or audit is predefined');
       if (verb === 'drop' && !ctx.browser) return act('Destructive', 'destroys what it names');
       if (verb === 'apply' && has(EDIT_NOUNS)) return act('Write', 'changes state in a bounded way');
-      if (verb === 'build' && objects.some((o) => ARTEFACT_NOUNS.has(o))) return act('Read', 'hands the result back and changes nothing');
+      if (verb === 'build' && objects.some((o) => ARTEFACT_NOUNS.has(o))) return act('Read', HANDS_BACK);
       if (['type', 'press', 'fill', 'click', 'tap', 'hover', 'drag', 'drop', 'swipe', 'scroll', 'handle'].includes(verb)) return act('Execute', 'is a browser or device action that clicks, types or submits');
       return act('Execute', 'runs open-ended computation');
     case 'Write':
+      if (['clear', 'reset', 'empty'].includes(verb) && objects.some((o) => o === 'all' || o === 'everything' || o === 'entire')) return act('Destructive', 'discards everything it holds');
       if (MAKING_VERBS.has(verb) && (verb === 'create' || verb === 'make' ? has(PICTURE_NOUNS) : objects.some((o) => isNoun(ARTEFACT_NOUNS, o) || isNoun(REPORT_NOUNS, o))) && !SAVES_TO_DISK.test(ctx.description)) {
-        return act('Read', 'hands the result back and changes nothing');
+        return act('Read', HANDS_BACK);
       }
       if (['create', 'generate', 'make', 'new'].includes(verb) && has(REPORT_NOUNS)) return act('Read', 'only reads data');
       if (verb === 'resolve' && objects.some((o) => ['id', 'name', 'identifier', 'address', 'alias', 'reference'].includes(o))) return act('Read', 'only looks up an identifier');
@@ -187,7 +190,7 @@ function refine(verb: string, base: Category, objects: string[], ctx: Context, p
     case 'Read':
       if (verb === 'download' && SAVES_TO_DISK.test(ctx.description)) return act('Write', 'writes the downloaded files to disk');
       if (['export', 'dump', 'render', 'convert', 'print'].includes(verb) && SAVES_TO_DISK.test(ctx.description)) return act('Write', 'writes the result to a file');
-      if (['query', 'search', 'run', 'execute', 'find', 'select', 'aggregate'].includes(verb) && (ctx.sql || QUERY_LANGUAGE.test(ctx.description))) {
+      if ((['query', 'search', 'run', 'execute', 'find', 'select', 'aggregate'].includes(verb) && (ctx.sql || QUERY_LANGUAGE.test(ctx.description))) || LANGUAGE_INPUT.test(ctx.description.slice(0, 200))) {
         return act('Execute', 'runs a query language, which is Execute even when it only reads');
       }
       return act('Read', 'only reads');
@@ -221,7 +224,7 @@ function nameAction(words: string[], ctx: Context): Action | undefined {
   }
   // "sql_to_rest", "html_to_markdown": one format made from another, handed back.
   if (words.length === 3 && words[1] === 'to' && !words.some((w) => { const v = lookupVerb(w); return v && !QUERY_LANGUAGE.test(w); })) {
-    return { verb: 'convert', category: 'Read', objects: [words[0]], phrase: `${words[0].toUpperCase()} to ${words[2]}`, effect: 'hands the result back and changes nothing' };
+    return { verb: 'convert', category: 'Read', objects: [words[0]], phrase: `${words[0].toUpperCase()} to ${words[2]}`, effect: HANDS_BACK };
   }
   // A plural of a word that is as often a noun ("spider_links", "x64dbg_patches") names things, not the action.
   const found = words.map((w, i) => ({ w, i, v: lookupVerb(w) })).filter((x) => x.v && !(x.i > 0 && x.w !== x.v.base && (AMBIGUOUS.has(x.v.base) || HTTP_METHODS.has(x.v.base))));
@@ -245,14 +248,20 @@ function nameAction(words: string[], ctx: Context): Action | undefined {
   const real = found.length > 1 ? found.filter((f) => !['post', 'put', 'patch'].includes(f.v!.base)) : found;
   const clear = (f: (typeof real)[number]) => !AMBIGUOUS.has(f.v!.base) && !AMBIGUOUS.has(f.w);
   const last = real[real.length - 1];
-  const pick = real[0].i === 0 ? real[0]
+  // Of several verbs, the one the description opens with is the action ("read_apex_trigger": "Read Apex triggers").
+  const lead = ctx.leadVerb;
+  const agreed = real.length > 1 && lead ? real.find((f) => f.v!.base === lead.base) ?? real.find((f) => f.v!.category === lead.category) : undefined;
+  const pick = agreed ?? (real[0].i === 0 ? real[0]
     : last.i === words.length - 1 && clear(last) ? last
-      : real.find(clear) ?? real[0];
+      : real.find(clear) ?? real[0]);
   // "create_or_update_file": verbs joined by or/and all count; the most dangerous wins.
   const joinedVerbs = real.filter((f) => f !== pick && f.i === pick.i + 2 && (words[pick.i + 1] === 'or' || words[pick.i + 1] === 'and'));
   const skip = new Set([pick.i, ...joinedVerbs.map((f) => f.i), ...joinedVerbs.map((f) => f.i - 1)]);
   const objects = pick.i === words.length - 1 ? words.slice(0, pick.i) : words.slice(pick.i + 1).filter((_, k) => !skip.has(pick.i + 1 + k));
   const named = objects.filter((o) => !ctx.serverWords.has(o));
+  // "continue_editing": the action the aspect verb governs is the one that happens.
+  const governed = ASPECT_VERBS.has(pick.v!.base) && words[pick.i + 1]?.endsWith('ing') ? lookupVerb(words[pick.i + 1]) : undefined;
+  if (governed) return refine(governed.base, governed.category, objects.slice(1), ctx, nounPhrase(named.slice(1)));
   let action = refine(pick.v!.base, pick.v!.category, objects, ctx, nounPhrase(named));
   for (const other of joinedVerbs) {
     const alt = refine(other.v!.base, other.v!.category, objects, ctx, nounPhrase(named));
@@ -262,6 +271,10 @@ function nameAction(words: string[], ctx: Context): Action | undefined {
 }
 
 const STOP = new Set(['a', 'an', 'the', 'new', 'to', 'of', 'for', 'from', 'in', 'on', 'all', 'any', 'one', 'or', 'and', 'with', 'by', 'using', 'your', 'its', 'their', 'this', 'that', 'specific', 'single', 'existing', 'given']);
+/** The description says the call's input is written in a query language ("get tasks using filter language"). */
+const LANGUAGE_INPUT = new RegExp(`\\b(?:using|with|in|via) (?:a |an |the )?(?:\\w+ )?(?:filter language|query syntax|${QUERY_LANGUAGE.source.slice(3)}`);
+/** Verbs that take another action as their object ("continue editing", "start tracking"). */
+const ASPECT_VERBS = new Set(['continue', 'start', 'stop', 'keep', 'resume', 'begin', 'finish']);
 const PARTICLE = /^(?:into|over|out|through|up|down|back|off|on)$/;
 const PREPOSITION = /^(?:against|into|at|about|over|between|under|across|per|through|onto|inside|across|of)$/;
 const PHRASE_END = /^(?:and|or|but|with|using|via|by|if|when|which|that|so|then|including|based|for|in|from|within|without|as|to)$/;
@@ -301,7 +314,11 @@ function descriptionAction(description: string, ctx: Context): Action | undefine
     ? w.replace(/,$/, '').split('/').map((p, i, all) => (i < all.length - 1 ? `${p},` : p)) : [w]);
   const words = raw.map((w) => w.toLowerCase().replace(/[^a-z0-9-]/g, ''));
   const compound = (i: number) => COMPOUND_NOUNS.some(([a, b]) => words[i] === a && words[i + 1] === b);
-  let at = words.findIndex((w, i) => { const v = lookupVerb(w); return v && (!HTTP_METHODS.has(v.base) || v.base === 'get' || v.base === 'delete') && !compound(i); });
+  // "for a completed story": a participle after a determiner describes a noun; it is not the action.
+  const adjective = (i: number) => words[i].endsWith('ed') && i > 0 && /^(?:a|an|the|all|any|its|their|your|this|these|those|each|every)$/.test(words[i - 1]);
+  // "shrink notes": past the first word, the plural of a word that is as often a noun is the noun.
+  const plural = (i: number, base: string) => i > 0 && words[i] !== base && words[i].endsWith('s') && AMBIGUOUS.has(base);
+  let at = words.findIndex((w, i) => { const v = lookupVerb(w); return v && (!HTTP_METHODS.has(v.base) || v.base === 'get' || v.base === 'delete') && !compound(i) && !adjective(i) && !plural(i, v.base); });
   if (at < 0) return undefined;
   // "link extraction": a noun before the action noun is its object, and the action noun the verb.
   const nominal = AMBIGUOUS.has(lookupVerb(words[at])!.base) ? actionNoun(words[at + 1] ?? '') : undefined;
@@ -357,6 +374,7 @@ function actionNoun(word: string): { base: string; category: Category } | undefi
   return lookupVerb(word.slice(0, -3)) ?? lookupVerb(`${word.slice(0, -3)}e`);
 }
 
+const HANDS_BACK = 'hands the result back and changes nothing';
 const LIGHT_EFFECTS = new Set(['stops a process and destroys no data', 'is a small change that can be undone by adding it back']);
 
 /** Top-level input properties of a tool. */
@@ -394,6 +412,10 @@ function schemaAction(tool: ToolDefinition, base: Action | undefined, objects: s
         consider(refine(v.base, v.category, objects, ctx), `its \`${name}\` argument can also ${value.replace(/[_-]+/g, ' ')}`);
       }
     }
+    if (schema.type === 'boolean' && /^(?:delete|purge|wipe|erase)_?[a-z]/i.test(name)) {
+      consider({ ...(base ?? { verb: 'delete', objects, phrase: nounPhrase(objects) }), category: 'Destructive', effect: 'can delete data as it goes' }, `its \`${name}\` option deletes data`);
+    }
+    if (LANGUAGE_PARAM.test(name) && base && base.effect !== HANDS_BACK) consider({ ...base, category: 'Execute', effect: 'runs a query language, which is Execute even when it only reads' }, `its \`${name}\` argument takes a query language`);
     if (FORCE_PARAM.test(name) && schema.type === 'boolean' && base && (FORCEABLE.has(base.verb) || SEVERITY[base.category] >= SEVERITY.Write && /overwrit|discard|los[et]|destroy|history/.test(String(schema.description ?? '').toLowerCase()))) {
       consider({ ...base, category: 'Destructive', effect: 'can discard work that cannot be recovered' }, `its \`${name}\` option forces the change through, discarding what it replaces`);
     }
@@ -459,6 +481,7 @@ export function classifyTool(tool: ToolDefinition, server: ServerContext = {}, p
       return value;
     },
     serverWords: profile.words,
+    leadVerb: lookupVerb(firstSentence(description).lower.slice(FLUFF.exec(firstSentence(description).text)?.[0].length ?? 0).split(/\s+/, 1)[0].replace(/[^a-z0-9-]/g, '')),
     nameNouns: words.filter((w) => !profile.words.has(w) && (!lookupVerb(w) || AMBIGUOUS.has(w))),
   };
   // Context from the server only counts where the tool itself says nothing.
@@ -487,6 +510,7 @@ export function classifyTool(tool: ToolDefinition, server: ServerContext = {}, p
       const escalates = SEVERITY[other.category] > SEVERITY[fromName.category] && (
         other.category === 'Financial' ? MONEY_MOVES.test(firstLine.lower)
           : other.category === 'Execute' ? EXEC_PROSE.test(lowerDescription) || QUERY_LANGUAGE.test(lowerDescription) || other.effect.includes('another agent')
+            : other.category === 'Write' && other.effect.startsWith('writes the') ? true
             : other.category === 'Destructive' ? GENERIC_VERBS.has(fromName.verb) || !!affirmed(IRREVERSIBLE, lowerDescription.slice(0, 400))
               : GENERIC_VERBS.has(fromName.verb));
       if (!agreement && (fromName.weak || opaque || escalates)) {
