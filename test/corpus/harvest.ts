@@ -82,6 +82,12 @@ const TARGETS: Target[] = [
   { slug: 'ohno', pkg: '@stevestomp/ohno-mcp' },
   { slug: 'shrimp-tasks', pkg: '@tosin2013/mcp-shrimp-task-manager', env: { DATA_DIR: '/tmp/harvest-shrimp' } },
   { slug: 'nano-banana', pkg: 'nano-banana-mcp', env: { GEMINI_API_KEY: FAKE } },
+  // Third dev batch (accounting and commerce), labelled before the classifier saw it.
+  { slug: 'xero', pkg: '@xeroapi/xero-mcp-server', env: { XERO_CLIENT_ID: 'x', XERO_CLIENT_SECRET: FAKE } },
+  { slug: 'quickbooks', pkg: 'quickbooks-mcp', env: { QUICKBOOKS_CLIENT_ID: 'x', QUICKBOOKS_CLIENT_SECRET: FAKE, QUICKBOOKS_REFRESH_TOKEN: FAKE, QUICKBOOKS_REALM_ID: '1', QUICKBOOKS_ENVIRONMENT: 'sandbox' } },
+  { slug: 'shopify-admin', pkg: 'shopify-admin-mcp', env: { SHOPIFY_STORE_DOMAIN: 'x.myshopify.com', SHOPIFY_ACCESS_TOKEN: FAKE, SHOPIFY_SHOP_DOMAIN: 'x.myshopify.com' } },
+  { slug: 'shopify-dev', pkg: '@shopify/dev-mcp' },
+  { slug: 'stockquotes', pkg: 'stockquotes-mcp' },
   // Second dev batch, labelled before the classifier saw it. Harvested but left out to keep the
   // labelling to one sitting: @piotr-agier/google-drive-mcp (120 tools), @tacticlaunch/mcp-linear
   // (198), @shinzolabs/gmail-mcp (64); would not start without a live backend: octocode-mcp,
