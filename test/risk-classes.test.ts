@@ -244,3 +244,27 @@ describe('the description picks among the name\'s verbs', () => {
     [{ name: 'get_attachment', description: 'Download an attachment and save it to the local disk.' }, 'Write'],
   ]);
 });
+
+describe('money documents and kept artefacts', () => {
+  check({ name: 'ledger-books', instructions: 'Bookkeeping for a small company.' }, [
+    [{ name: 'create_credit_memo', description: 'Create a credit memo for a customer.' }, 'Financial'],
+    [{ name: 'record_sale', description: 'Record a cash sale to a customer.' }, 'Financial'],
+    [{ name: 'add_expense', description: 'Add an expense paid by card.' }, 'Financial'],
+    [{ name: 'create_contact_note', description: 'Create a note on a contact.' }, 'Write'],
+  ]);
+  check({ name: 'proposals' }, [
+    [{ name: 'create_estimate', description: 'Create an estimate for a client.' }, 'Write'],
+    [{ name: 'update_estimate', description: 'Update an estimate.' }, 'Write'],
+  ]);
+  check({ name: 'shipping-calc' }, [
+    [{ name: 'create_estimate', description: 'Create a shipping estimate for a parcel.' }, 'Read'],
+  ]);
+});
+
+describe('nouns that look like verbs', () => {
+  check({ name: 'toolkit-docs' }, [
+    [{ name: 'onboarding_guide', description: 'Mandatory first step. Returns the guide for this API.' }, 'Read'],
+    [{ name: 'setup_guide', description: 'Step 1: read this guide before calling other tools.' }, 'Read'],
+    [{ name: 'turn_feedback', description: 'Report how well the tools worked this turn.' }, 'Write'],
+  ]);
+});

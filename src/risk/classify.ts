@@ -35,6 +35,8 @@ interface Action {
 /** What the server as a whole says, computed once per server. */
 export interface ServerProfile {
   browser: boolean;
+  /** Nouns the sibling tools edit or delete: making one of those is a change to kept state, not a result handed back. */
+  kept: Set<string>;
   /** Money is the server's business (payments, billing, an exchange, a wallet). */
   money: boolean;
   /** The server deploys applications (GitOps, CD): a sync there is a deployment. */
@@ -45,6 +47,7 @@ export interface ServerProfile {
 
 interface Context {
   browser: boolean;
+  kept: Set<string>;
   money: boolean;
   deploy: boolean;
   description: string;
@@ -151,7 +154,7 @@ function refine(verb: string, base: Category, objects: string[], ctx: Context, p
   }
   if ((MONEY_VERBS_ON_OBJECT[verb] || (ctx.money && METERED_VERBS.has(verb))) && objects.length > 0) {
     const money = (o: string) => isMoney(o, verb, ctx);
-    const moneyHead = money(direct) || (['link', 'item', 'intent', 'session', 'charge', 'method', 'order', 'event', 'events', 'record'].includes(direct) && objects.some(money));
+    const moneyHead = money(direct) || (['link', 'item', 'intent', 'session', 'charge', 'method', 'order', 'event', 'events', 'record', 'note', 'receipt', 'memo'].includes(direct) && objects.some(money));
     if (moneyHead && !isNoun(REPORT_NOUNS, direct)) return act('Financial', 'moves money or creates an obligation to pay');
   }
   if (['renew', 'register', 'purchase', 'buy', 'order'].includes(verb) && objects.some((o) => o === 'domain' || o === 'domains')) return act('Financial', 'buys something that is billed');
@@ -173,10 +176,10 @@ function refine(verb: string, base: Category, objects: string[], ctx: Context, p
       return act('Execute', 'runs open-ended computation');
     case 'Write':
       if (['clear', 'reset', 'empty'].includes(verb) && objects.some((o) => o === 'all' || o === 'everything' || o === 'entire')) return act('Destructive', 'discards everything it holds');
-      if (MAKING_VERBS.has(verb) && (verb === 'create' || verb === 'make' ? has(PICTURE_NOUNS) : objects.some((o) => isNoun(ARTEFACT_NOUNS, o) || isNoun(REPORT_NOUNS, o))) && !SAVES_TO_DISK.test(ctx.description)) {
+      if (MAKING_VERBS.has(verb) && !isNoun(ctx.kept, objects[objects.length - 1] ?? '') && (verb === 'create' || verb === 'make' ? has(PICTURE_NOUNS) : objects.some((o) => isNoun(ARTEFACT_NOUNS, o) || isNoun(REPORT_NOUNS, o))) && !SAVES_TO_DISK.test(ctx.description)) {
         return act('Read', HANDS_BACK);
       }
-      if (['create', 'generate', 'make', 'new'].includes(verb) && has(REPORT_NOUNS)) return act('Read', 'only reads data');
+      if (['create', 'generate', 'make', 'new'].includes(verb) && has(REPORT_NOUNS) && !isNoun(ctx.kept, objects[objects.length - 1] ?? '')) return act('Read', 'only reads data');
       if (verb === 'resolve' && objects.some((o) => ['id', 'name', 'identifier', 'address', 'alias', 'reference'].includes(o))) return act('Read', 'only looks up an identifier');
       if (['connect', 'create', 'open', 'new', 'attach', 'complete', 'prepare', 'apply'].includes(verb) && (has(EXEC_NOUNS) || EXEC_PROSE.test(ctx.description))) {
         return act('Execute', 'starts or attaches to a running process, debugger or interpreter');
@@ -275,6 +278,7 @@ const STOP = new Set(['a', 'an', 'the', 'new', 'to', 'of', 'for', 'from', 'in', 
 const LANGUAGE_INPUT = new RegExp(`\\b(?:using|with|in|via) (?:a |an |the )?(?:\\w+ )?(?:filter language|query syntax|${QUERY_LANGUAGE.source.slice(3)}`);
 /** Verbs that take another action as their object ("continue editing", "start tracking"). */
 const ASPECT_VERBS = new Set(['continue', 'start', 'stop', 'keep', 'resume', 'begin', 'finish']);
+const DETERMINER = /^(?:a|an|the|all|any|its|their|your|this|these|those|each|every|first|next|last|final)$/;
 const PARTICLE = /^(?:into|over|out|through|up|down|back|off|on)$/;
 const PREPOSITION = /^(?:against|into|at|about|over|between|under|across|per|through|onto|inside|across|of)$/;
 const PHRASE_END = /^(?:and|or|but|with|using|via|by|if|when|which|that|so|then|including|based|for|in|from|within|without|as|to)$/;
@@ -315,10 +319,12 @@ function descriptionAction(description: string, ctx: Context): Action | undefine
   const words = raw.map((w) => w.toLowerCase().replace(/[^a-z0-9-]/g, ''));
   const compound = (i: number) => COMPOUND_NOUNS.some(([a, b]) => words[i] === a && words[i + 1] === b);
   // "for a completed story": a participle after a determiner describes a noun; it is not the action.
-  const adjective = (i: number) => words[i].endsWith('ed') && i > 0 && /^(?:a|an|the|all|any|its|their|your|this|these|those|each|every)$/.test(words[i - 1]);
+  const adjective = (i: number) => i > 0 && DETERMINER.test(words[i - 1]) && (words[i].endsWith('ed') || AMBIGUOUS.has(lookupVerb(words[i])!.base));
+  // "Step 1": a word that is as often a noun, before a number, is the noun.
+  const numbered = (i: number) => /^\d/.test(words[i + 1] ?? '') && AMBIGUOUS.has(lookupVerb(words[i])!.base);
   // "shrink notes": past the first word, the plural of a word that is as often a noun is the noun.
   const plural = (i: number, base: string) => i > 0 && words[i] !== base && words[i].endsWith('s') && AMBIGUOUS.has(base);
-  let at = words.findIndex((w, i) => { const v = lookupVerb(w); return v && (!HTTP_METHODS.has(v.base) || v.base === 'get' || v.base === 'delete') && !compound(i) && !adjective(i) && !plural(i, v.base); });
+  let at = words.findIndex((w, i) => { const v = lookupVerb(w); return v && (!HTTP_METHODS.has(v.base) || v.base === 'get' || v.base === 'delete') && !compound(i) && !adjective(i) && !numbered(i) && !plural(i, v.base); });
   if (at < 0) return undefined;
   // "link extraction": a noun before the action noun is its object, and the action noun the verb.
   const nominal = AMBIGUOUS.has(lookupVerb(words[at])!.base) ? actionNoun(words[at + 1] ?? '') : undefined;
@@ -440,6 +446,18 @@ const MEANING: Record<Category, string> = {
   Financial: 'move money or create or change a financial obligation',
 };
 
+const KEEPING_VERBS = new Set(['update', 'edit', 'delete', 'modify', 'rename', 'remove', 'patch']);
+
+/** The nouns that sibling tools update, edit or delete ("update-quote" keeps quotes). */
+function keptNouns(siblings: readonly string[]): Set<string> {
+  const out = new Set<string>();
+  for (const s of siblings) {
+    const words = nameWords(s);
+    if (words.some((w) => KEEPING_VERBS.has(w))) for (const w of words) for (const f of baseForms(w)) out.add(f);
+  }
+  return out;
+}
+
 /** What the sibling tools and the server's own words say, computed once per server. */
 export function serverProfile(server: ServerContext): ServerProfile {
   const siblings = server.siblings ?? [];
@@ -451,6 +469,7 @@ export function serverProfile(server: ServerContext): ServerProfile {
     deploy: DEPLOY_SERVER.test(text) || DEPLOY_SERVER.test(siblingWords),
     text,
     words: new Set(nameWords(server.name ?? '')),
+    kept: keptNouns(siblings),
   };
 }
 
@@ -481,6 +500,7 @@ export function classifyTool(tool: ToolDefinition, server: ServerContext = {}, p
       return value;
     },
     serverWords: profile.words,
+    kept: profile.kept,
     leadVerb: lookupVerb(firstSentence(description).lower.slice(FLUFF.exec(firstSentence(description).text)?.[0].length ?? 0).split(/\s+/, 1)[0].replace(/[^a-z0-9-]/g, '')),
     nameNouns: words.filter((w) => !profile.words.has(w) && (!lookupVerb(w) || AMBIGUOUS.has(w))),
   };

@@ -26,7 +26,7 @@ export const VERBS = new Map<string, Category>([
     pin unpin archive unarchive lock unlock restore revert reset rollback submit notify remind share unshare
     complete finish accept reject dismiss follow unfollow new make draft snooze transition
     duplicate clone scale record note reconnect compress finalize prepare manage confirm authorize void issue
-    transfer switch broadcast multicast give grant place hide unhide fix suspend`),
+    transfer switch broadcast multicast give grant place hide unhide fix suspend decline report`),
   ...verbs('Execute', `run execute exec eval evaluate invoke trigger launch spawn attach step continue deploy build compile
     install apply click tap press type fill hover drag drop swipe scroll interact rerun retry restart call perform
     automate simulate sql start handle rollout upgrade downgrade cordon drain ship delegate`),
@@ -46,7 +46,7 @@ export const MONEY_NOUNS = new Set([
   'adjustment', 'adjustments', 'checkout', 'purchase', 'purchases', 'trade', 'trades', 'swap', 'swaps', 'bill',
   'billing', 'money', 'funds', 'fund', 'wire', 'disbursement', 'remittance', 'credit', 'debit', 'paymentlink', 'intent',
   'usdc', 'usdt', 'eth', 'bnb', 'btc', 'crypto', 'cryptocurrency', 'erc20', 'nft', 'erc721', 'erc1155', 'allowance',
-  'stablecoin', 'lamports', 'sats', 'payment_method', 'auto_renewal', 'spending',
+  'stablecoin', 'lamports', 'sats', 'payment_method', 'auto_renewal', 'spending', 'expense', 'expenses', 'deposit', 'deposits', 'sale', 'sales',
 ]);
 
 /**

@@ -9,8 +9,8 @@ const DIR = import.meta.dirname;
 
 /** Every labelled tool of the corpus, classified with its server's context. */
 export function classifyCorpus(): Example[] {
-  const { labels, holdout, dev: dev1 = [], dev2 = [] } = JSON.parse(readFileSync(join(DIR, 'labels.json'), 'utf8')) as { labels: Record<string, Record<string, Category>>; holdout: string[]; dev?: string[]; dev2?: string[] };
-  const dev = [...dev1, ...dev2];
+  const { labels, holdout, dev: dev1 = [], dev2 = [], dev3 = [] } = JSON.parse(readFileSync(join(DIR, 'labels.json'), 'utf8')) as { labels: Record<string, Record<string, Category>>; holdout: string[]; dev?: string[]; dev2?: string[]; dev3?: string[] };
+  const dev = [...dev1, ...dev2, ...dev3];
   const out: Example[] = [];
   for (const file of readdirSync(join(DIR, 'servers')).sort()) {
     const server = file.replace(/\.json$/, '');
