@@ -82,6 +82,14 @@ const TARGETS: Target[] = [
   { slug: 'ohno', pkg: '@stevestomp/ohno-mcp' },
   { slug: 'shrimp-tasks', pkg: '@tosin2013/mcp-shrimp-task-manager', env: { DATA_DIR: '/tmp/harvest-shrimp' } },
   { slug: 'nano-banana', pkg: 'nano-banana-mcp', env: { GEMINI_API_KEY: FAKE } },
+  // Fourth dev batch (deployments, databases, generators), labelled before the classifier saw it and
+  // only measured, never tuned on.
+  { slug: 'vercel-robinson', pkg: '@robinson_ai_systems/vercel-mcp', env: { VERCEL_TOKEN: FAKE, VERCEL_API_TOKEN: FAKE } },
+  { slug: 'jira-nexus', pkg: '@nexus2520/jira-mcp-server', env: { JIRA_BASE_URL: 'https://x.atlassian.net', JIRA_EMAIL: 'x@example.com', JIRA_API_TOKEN: FAKE } },
+  { slug: 'pencil', pkg: 'pencil-mcp', env: { PENCIL_API_KEY: FAKE } },
+  { slug: 'slop', pkg: '@standardbeagle/slop-mcp' },
+  { slug: 'text2image', pkg: 'text2image-mcp', env: { GEMINI_API_KEY: FAKE } },
+  // (supabase-mcp and spritecook-mcp would not list without their backends.)
   // Third dev batch (accounting and commerce), labelled before the classifier saw it.
   { slug: 'xero', pkg: '@xeroapi/xero-mcp-server', env: { XERO_CLIENT_ID: 'x', XERO_CLIENT_SECRET: FAKE } },
   { slug: 'quickbooks', pkg: 'quickbooks-mcp', env: { QUICKBOOKS_CLIENT_ID: 'x', QUICKBOOKS_CLIENT_SECRET: FAKE, QUICKBOOKS_REFRESH_TOKEN: FAKE, QUICKBOOKS_REALM_ID: '1', QUICKBOOKS_ENVIRONMENT: 'sandbox' } },
