@@ -176,10 +176,10 @@ function refine(verb: string, base: Category, objects: string[], ctx: Context, p
       return act('Execute', 'runs open-ended computation');
     case 'Write':
       if (['clear', 'reset', 'empty'].includes(verb) && objects.some((o) => o === 'all' || o === 'everything' || o === 'entire')) return act('Destructive', 'discards everything it holds');
-      if (MAKING_VERBS.has(verb) && !isNoun(ctx.kept, objects[objects.length - 1] ?? '') && (verb === 'create' || verb === 'make' ? has(PICTURE_NOUNS) : objects.some((o) => isNoun(ARTEFACT_NOUNS, o) || isNoun(REPORT_NOUNS, o))) && !SAVES_TO_DISK.test(ctx.description)) {
+      if (MAKING_VERBS.has(verb) && !objects.some((o) => isNoun(ctx.kept, o)) && (verb === 'create' || verb === 'make' ? has(PICTURE_NOUNS) : objects.some((o) => isNoun(ARTEFACT_NOUNS, o) || isNoun(REPORT_NOUNS, o))) && !SAVES_TO_DISK.test(ctx.description)) {
         return act('Read', HANDS_BACK);
       }
-      if (['create', 'generate', 'make', 'new'].includes(verb) && has(REPORT_NOUNS) && !isNoun(ctx.kept, objects[objects.length - 1] ?? '')) return act('Read', 'only reads data');
+      if (['create', 'generate', 'make', 'new'].includes(verb) && has(REPORT_NOUNS) && !objects.some((o) => isNoun(ctx.kept, o))) return act('Read', 'only reads data');
       if (verb === 'resolve' && objects.some((o) => ['id', 'name', 'identifier', 'address', 'alias', 'reference'].includes(o))) return act('Read', 'only looks up an identifier');
       if (['connect', 'create', 'open', 'new', 'attach', 'complete', 'prepare', 'apply'].includes(verb) && (has(EXEC_NOUNS) || EXEC_PROSE.test(ctx.description))) {
         return act('Execute', 'starts or attaches to a running process, debugger or interpreter');
@@ -279,6 +279,8 @@ const LANGUAGE_INPUT = new RegExp(`\\b(?:using|with|in|via) (?:a |an |the )?(?:\
 /** Verbs that take another action as their object ("continue editing", "start tracking"). */
 const ASPECT_VERBS = new Set(['continue', 'start', 'stop', 'keep', 'resume', 'begin', 'finish']);
 const DETERMINER = /^(?:a|an|the|all|any|its|their|your|this|these|those|each|every|first|next|last|final)$/;
+/** Words a cut-off phrase must not end on ("a heartbeat to prove this agent is"). */
+const DANGLING = /^(?:only|is|are|was|were|be|been|the|a|an|this|that|these|those|its|their|of|you|not|NOT)$/;
 const PARTICLE = /^(?:into|over|out|through|up|down|back|off|on)$/;
 const PREPOSITION = /^(?:against|into|at|about|over|between|under|across|per|through|onto|inside|across|of)$/;
 const PHRASE_END = /^(?:and|or|but|with|using|via|by|if|when|which|that|so|then|including|based|for|in|from|within|without|as|to)$/;
@@ -288,14 +290,14 @@ function objectPhrase(raw: string[], from: number): string {
   const out: string[] = [];
   for (let i = from; i < raw.length && out.length < 7; i++) {
     const w = raw[i];
-    if (w.startsWith('(') || w.startsWith('[')) break;
+    if (w.startsWith('(') || w.startsWith('[') || /^[—–-]+$/.test(w)) break;
     const bare = w.toLowerCase().replace(/[^a-z0-9-]/g, '');
     if (out.length >= 1 && /^(?:that|which|who|when|if|so|whose)$/.test(bare)) break;
     if (out.length >= 2 && PHRASE_END.test(bare) && !(bare === 'to' && out.length < 3)) break;
     out.push(w.replace(/[,.;:()"]+$/g, ''));
     if (/[;:()]$/.test(w) || (w.endsWith(',') && out.length >= 2)) break;
   }
-  while (out.length && PHRASE_END.test(out[out.length - 1].toLowerCase())) out.pop();
+  while (out.length && (PHRASE_END.test(out[out.length - 1].toLowerCase()) || DANGLING.test(out[out.length - 1]))) out.pop();
   const text = out.join(' ').replace(/,$/, '');
   // A lone singular noun ("Get page (view) metrics") still needs its article.
   return out.length === 1 && /^[a-z]+$/.test(text) && needsArticle(text) ? `${article(text)} ${text}` : text;
@@ -368,8 +370,10 @@ function descriptionAction(description: string, ctx: Context): Action | undefine
     if (!v || v.base !== words[j] || (HTTP_METHODS.has(v.base) && v.base !== 'delete') || compound(j)) continue;
     // A word that is as often a noun is a verb here only after "or", alone in its list item, or before a particle ("step into").
     if (AMBIGUOUS.has(v.base) && !afterOr && !/[,)]$/.test(raw[j]) && !PARTICLE.test(words[j + 1] ?? '')) continue;
-    const own = objectsAfter(j + 1);
-    consider({ ...refine(v.base, v.category, own, ctx, objectPhrase(raw, j + 1), own[0]), verb: v.base });
+    let from = j + 1;
+    while (from < words.length && raw[from - 1].endsWith(',') && lookupVerb(words[from])) from++;
+    const own = objectsAfter(from);
+    consider({ ...refine(v.base, v.category, own, ctx, objectPhrase(raw, from), own[0]), verb: v.base });
   }
   return best;
 }
@@ -415,7 +419,7 @@ function schemaAction(tool: ToolDefinition, base: Action | undefined, objects: s
         const [first] = nameWords(value);
         const v = first ? lookupVerb(first) : undefined;
         if (!v || v.base === 'run' || HTTP_METHODS.has(v.base) && v.base !== 'delete' && v.base !== 'get') continue;
-        consider(refine(v.base, v.category, objects, ctx), `its \`${name}\` argument can also ${value.replace(/[_-]+/g, ' ')}`);
+        consider(refine(v.base, v.category, ctx.nameNouns.length ? ctx.nameNouns : objects, ctx), `its \`${name}\` argument can also ${value.replace(/[_-]+/g, ' ')}`);
       }
     }
     if (schema.type === 'boolean' && /^(?:delete|purge|wipe|erase)_?[a-z]/i.test(name)) {
@@ -449,11 +453,12 @@ const MEANING: Record<Category, string> = {
 const KEEPING_VERBS = new Set(['update', 'edit', 'delete', 'modify', 'rename', 'remove', 'patch']);
 
 /** The nouns that sibling tools update, edit or delete ("update-quote" keeps quotes). */
-function keptNouns(siblings: readonly string[]): Set<string> {
+function keptNouns(siblings: readonly string[], serverWords: Set<string>): Set<string> {
   const out = new Set<string>();
   for (const s of siblings) {
     const words = nameWords(s);
-    if (words.some((w) => KEEPING_VERBS.has(w))) for (const w of words) for (const f of baseForms(w)) out.add(f);
+    if (!words.some((w) => KEEPING_VERBS.has(w))) continue;
+    for (const w of words) if (!serverWords.has(w) && !KEEPING_VERBS.has(w)) for (const f of baseForms(w)) out.add(f);
   }
   return out;
 }
@@ -469,7 +474,7 @@ export function serverProfile(server: ServerContext): ServerProfile {
     deploy: DEPLOY_SERVER.test(text) || DEPLOY_SERVER.test(siblingWords),
     text,
     words: new Set(nameWords(server.name ?? '')),
-    kept: keptNouns(siblings),
+    kept: keptNouns(siblings, new Set(nameWords(server.name ?? ''))),
   };
 }
 
