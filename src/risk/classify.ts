@@ -1,6 +1,6 @@
 import {
   AGENT_NAMES, AMBIGUOUS, ARTEFACT_NOUNS, CONTEXT_MONEY_NOUNS, DEPLOY_SERVER, METERED_NOUNS, DETACHABLE_NOUNS, EXEC_NOUNS, EXEC_PROSE,
-  EDIT_NOUNS, HTTP_METHODS, isNoun, LANGUAGE_PARAM, LIGHT_NOUNS, lookupVerb, MAKING_VERBS, MONEY_MOVES, MONEY_NOUNS, MONEY_SERVER,
+  EDIT_NOUNS, HTTP_METHODS, isNoun, LANGUAGE_PARAM, LIGHT_NOUNS, lookupVerb, MAKING_VERBS, movesMoney, MONEY_NOUNS, MONEY_SERVER,
   MONEY_VERBS_ON_OBJECT, PAYMENT_PARAM, PHRASES, PICTURE_NOUNS, PROCESS_NOUNS, PROTECTION_NOUNS, QUERY_LANGUAGE, REPORT_NOUNS,
 } from './lexicon.js';
 import { article, capitalise, gerund, needsArticle, nounPhrase } from './prose.js';
@@ -54,9 +54,11 @@ interface Context {
   sql: boolean;
   serverWords: Set<string>;
   /** The nouns of the tool's name: what a description's bare verb list ("set, get, remove") acts on. */
-  nameNouns: string[];
-  /** The verb the description opens with, if it opens with one. */
-  leadVerb?: { base: string; category: Category };
+  nameNouns: () => string[];
+  /** The description says the input is written in a query language (computed on first use). */
+  languageInput: () => boolean;
+  /** The verb the description opens with, if it opens with one (computed on first use). */
+  leadVerb: () => { base: string; category: Category } | undefined;
 }
 
 const COMPOUND_NOUNS: [string, string][] = [['call', 'stack'], ['user', 'agent'], ['merge', 'request'], ['pull', 'request'], ['merge', 'requests'], ['pull', 'requests'], ['sign', 'in'], ['payment', 'method'], ['auto', 'renewal'], ['commit', 'message']];
@@ -74,6 +76,7 @@ const NEGATED = /\b(?:without|instead of|unlike|rather than|not|never|no|doesn't
 
 /** The first mention of `re` in `text` that the sentence does not negate or contrast away. */
 function affirmed(re: RegExp, text: string): string | undefined {
+  if (!re.test(text)) return undefined;
   const global = new RegExp(re.source, 'g');
   for (let m = global.exec(text); m; m = global.exec(text)) {
     const start = Math.max(0, m.index - 60);
@@ -89,6 +92,8 @@ const FORCE_PARAM = /^(force|hard|permanent|permanently|purge|force_delete|hard_
 /** Verbs a force option turns into a destruction (a force push rewrites history; a forced checkout discards changes). */
 const FORCEABLE = new Set(['push', 'reset', 'checkout', 'restore', 'revert', 'clean', 'switch', 'rebase', 'overwrite', 'sync', 'pull']);
 const OUTPUT_FILE_PARAM = /^(output_?path|output_?file|save_?path|save_?to|out_?file|output_?dir(ectory)?|output_?filename)$/i;
+
+const COMPOUND_HEADS = new Set(COMPOUND_NOUNS.map(([a]) => a));
 
 function joinCompounds(words: string[]): string[] {
   const out: string[] = [];
@@ -193,7 +198,7 @@ function refine(verb: string, base: Category, objects: string[], ctx: Context, p
     case 'Read':
       if (verb === 'download' && SAVES_TO_DISK.test(ctx.description)) return act('Write', 'writes the downloaded files to disk');
       if (['export', 'dump', 'render', 'convert', 'print'].includes(verb) && SAVES_TO_DISK.test(ctx.description)) return act('Write', 'writes the result to a file');
-      if ((['query', 'search', 'run', 'execute', 'find', 'select', 'aggregate'].includes(verb) && (ctx.sql || QUERY_LANGUAGE.test(ctx.description))) || LANGUAGE_INPUT.test(ctx.description.slice(0, 200))) {
+      if ((['query', 'search', 'run', 'execute', 'find', 'select', 'aggregate'].includes(verb) && (ctx.sql || QUERY_LANGUAGE.test(ctx.description))) || ctx.languageInput()) {
         return act('Execute', 'runs a query language, which is Execute even when it only reads');
       }
       return act('Read', 'only reads');
@@ -252,7 +257,7 @@ function nameAction(words: string[], ctx: Context): Action | undefined {
   const clear = (f: (typeof real)[number]) => !AMBIGUOUS.has(f.v!.base) && !AMBIGUOUS.has(f.w);
   const last = real[real.length - 1];
   // Of several verbs, the one the description opens with is the action ("read_apex_trigger": "Read Apex triggers").
-  const lead = ctx.leadVerb;
+  const lead = real.length > 1 ? ctx.leadVerb() : undefined;
   const agreed = real.length > 1 && lead ? real.find((f) => f.v!.base === lead.base) ?? real.find((f) => f.v!.category === lead.category) : undefined;
   const pick = agreed ?? (real[0].i === 0 ? real[0]
     : last.i === words.length - 1 && clear(last) ? last
@@ -316,10 +321,14 @@ function descriptionAction(description: string, ctx: Context): Action | undefine
   const phraseAt = phrase ? sentence.split(/\s+/).indexOf(phrase.verb.split(' ')[0]) : -1;
   if (phrase && (firstVerb < 0 || phraseAt <= firstVerb + 1)) return { ...phrase, phrase: objectPhrase(first.text.slice(fluff).split(/\s+/), sentence.split(/\s+/).indexOf(phrase.verb.split(' ').pop()!) + 1) };
   // "switch/suspend/resume" lists verbs as a slashed list does: one token each.
-  const raw = first.text.slice(fluff).split(/\s+/).slice(0, 24).flatMap((w) => /^[a-z]+(?:\/[a-z]+)+,?$/i.test(w) && w.split('/').some((p) => lookupVerb(p.toLowerCase().replace(/,$/, ''))?.base === p.toLowerCase().replace(/,$/, ''))
-    ? w.replace(/,$/, '').split('/').map((p, i, all) => (i < all.length - 1 ? `${p},` : p)) : [w]);
+  const raw: string[] = [];
+  for (const w of first.text.slice(fluff).split(/\s+/, 24)) {
+    const parts = w.includes('/') && /^[a-z]+(?:\/[a-z]+)+,?$/i.test(w) ? w.replace(/,$/, '').split('/') : undefined;
+    if (parts && parts.some((p) => lookupVerb(p.toLowerCase())?.base === p.toLowerCase())) parts.forEach((p, i) => raw.push(i < parts.length - 1 ? `${p},` : p));
+    else raw.push(w);
+  }
   const words = raw.map((w) => w.toLowerCase().replace(/[^a-z0-9-]/g, ''));
-  const compound = (i: number) => COMPOUND_NOUNS.some(([a, b]) => words[i] === a && words[i + 1] === b);
+  const compound = (i: number) => COMPOUND_HEADS.has(words[i]) && COMPOUND_NOUNS.some(([a, b]) => words[i] === a && words[i + 1] === b);
   // "for a completed story": a participle after a determiner describes a noun; it is not the action.
   const adjective = (i: number) => i > 0 && DETERMINER.test(words[i - 1]) && (words[i].endsWith('ed') || AMBIGUOUS.has(lookupVerb(words[i])!.base));
   // "Step 1": a word that is as often a noun, before a number, is the noun.
@@ -345,7 +354,7 @@ function descriptionAction(description: string, ctx: Context): Action | undefine
   const objectsAfter = (from: number) => {
     const found = words.slice(from, from + 5).filter((w) => w && !STOP.has(w) && (!lookupVerb(w) || AMBIGUOUS.has(w) || REPORT_NOUNS.has(w) || ARTEFACT_NOUNS.has(w) || (w.endsWith('s') && lookupVerb(w)!.base !== w))).slice(0, 3);
     // A bare list of verbs ("breakpoint operations (set, get, remove)") acts on what the tool names.
-    return found.length || from < words.length ? found : ctx.nameNouns;
+    return found.length || from < words.length ? found : ctx.nameNouns();
   };
   const objects = objectsAfter(tail + 1);
   const phraseText = objectPhrase(raw, tail + 1);
@@ -419,7 +428,7 @@ function schemaAction(tool: ToolDefinition, base: Action | undefined, objects: s
         const [first] = nameWords(value);
         const v = first ? lookupVerb(first) : undefined;
         if (!v || v.base === 'run' || HTTP_METHODS.has(v.base) && v.base !== 'delete' && v.base !== 'get') continue;
-        consider(refine(v.base, v.category, ctx.nameNouns.length ? ctx.nameNouns : objects, ctx), `its \`${name}\` argument can also ${value.replace(/[_-]+/g, ' ')}`);
+        consider(refine(v.base, v.category, ctx.nameNouns().length ? ctx.nameNouns() : objects, ctx), `its \`${name}\` argument can also ${value.replace(/[_-]+/g, ' ')}`);
       }
     }
     if (schema.type === 'boolean' && /^(?:delete|purge|wipe|erase)_?[a-z]/i.test(name)) {
@@ -492,6 +501,9 @@ export function classifyTool(tool: ToolDefinition, server: ServerContext = {}, p
   const words = joinCompounds(nameWords(tool.name));
   // Bounded: the reasoning lives in a description's opening, and regexes stay cheap on huge ones.
   const lowerDescription = description.slice(0, 1500).toLowerCase();
+  let languageInput: boolean | undefined;
+  let leadVerb: { base: string; category: Category } | null | undefined;
+  let nameNouns: string[] | undefined;
   const ctx: Context = {
     browser: profile.browser || words.some((w) => BROWSER_SERVER.test(w)),
     money: profile.money || MONEY_SERVER.test(lowerDescription.slice(0, 300)),
@@ -506,8 +518,15 @@ export function classifyTool(tool: ToolDefinition, server: ServerContext = {}, p
     },
     serverWords: profile.words,
     kept: profile.kept,
-    leadVerb: lookupVerb(firstSentence(description).lower.slice(FLUFF.exec(firstSentence(description).text)?.[0].length ?? 0).split(/\s+/, 1)[0].replace(/[^a-z0-9-]/g, '')),
-    nameNouns: words.filter((w) => !profile.words.has(w) && (!lookupVerb(w) || AMBIGUOUS.has(w))),
+    languageInput: () => (languageInput ??= LANGUAGE_INPUT.test(lowerDescription.slice(0, 200))),
+    leadVerb: () => {
+      if (leadVerb === undefined) {
+        const first = firstSentence(description);
+        leadVerb = lookupVerb(first.lower.slice(FLUFF.exec(first.text)?.[0].length ?? 0).split(/\s+/, 1)[0].replace(/[^a-z0-9-]/g, '')) ?? null;
+      }
+      return leadVerb ?? undefined;
+    },
+    nameNouns: () => (nameNouns ??= words.filter((w) => !profile.words.has(w) && (!lookupVerb(w) || AMBIGUOUS.has(w)))),
   };
   // Context from the server only counts where the tool itself says nothing.
   const withServer: Context = description ? ctx : Object.create(ctx, { description: { value: `${ctx.description} ${profile.text}` } });
@@ -533,7 +552,7 @@ export function classifyTool(tool: ToolDefinition, server: ServerContext = {}, p
       agreement = other.category === fromName.category;
       const opaque = OPAQUE_VERBS.has(fromName.verb) && fromName.objects.filter((o) => !ctx.serverWords.has(o)).length === 0 && !fromName.phrase.startsWith('a raw');
       const escalates = SEVERITY[other.category] > SEVERITY[fromName.category] && (
-        other.category === 'Financial' ? MONEY_MOVES.test(firstLine.lower)
+        other.category === 'Financial' ? !!movesMoney(firstLine.lower)
           : other.category === 'Execute' ? EXEC_PROSE.test(lowerDescription) || QUERY_LANGUAGE.test(lowerDescription) || other.effect.includes('another agent')
             : other.category === 'Write' && other.effect.startsWith('writes the') ? true
             : other.category === 'Destructive' ? GENERIC_VERBS.has(fromName.verb) || !!affirmed(IRREVERSIBLE, lowerDescription.slice(0, 400))
@@ -571,7 +590,7 @@ export function classifyTool(tool: ToolDefinition, server: ServerContext = {}, p
     evidence.push({ from: 'schema', text: widened.why });
   }
   const irreversible = action && !LIGHT_EFFECTS.has(action.effect) && action.category !== 'Destructive' && action.category !== 'Financial'
-    ? affirmed(REPLACES_WHOLE, lowerDescription.slice(0, 400)) ?? (action.category !== 'Read' ? affirmed(IRREVERSIBLE, lowerDescription.slice(0, 400)) : undefined)
+    ? (/destructive|replac/.test(lowerDescription) ? affirmed(REPLACES_WHOLE, lowerDescription.slice(0, 400)) : undefined) ?? (action.category !== 'Read' ? affirmed(IRREVERSIBLE, lowerDescription.slice(0, 400)) : undefined)
     : undefined;
   if (action && irreversible) {
     action = { ...action, category: 'Destructive', effect: 'cannot be undone' };
@@ -579,8 +598,8 @@ export function classifyTool(tool: ToolDefinition, server: ServerContext = {}, p
     evidence.push({ from: 'description', text: irreversible });
   }
   const moneyText = lowerDescription.slice(0, 300);
-  if (action && action.category !== 'Financial' && MONEY_MOVES.test(moneyText) && SEVERITY[action.category] >= SEVERITY.Write) {
-    const said = MONEY_MOVES.exec(moneyText)![0];
+  const said = action && action.category !== 'Financial' && SEVERITY[action.category] >= SEVERITY.Write ? movesMoney(moneyText) : undefined;
+  if (action && said) {
     action = { ...action, category: 'Financial', effect: 'moves money' };
     notes.push(`The description says it ${said.trim()}, which moves money or creates an obligation to pay.`);
     evidence.push({ from: 'description', text: said });

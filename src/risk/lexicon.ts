@@ -111,8 +111,7 @@ export const PHRASES: [RegExp, Category][] = [
 ];
 
 /** Money words in a description that mean the call itself moves money. */
-export const MONEY_MOVES = new RegExp([
-  /one payment covers|requires? (?:a )?payment|pays? (?:a |the )?fee|fees? (?:is|are) (?:charged|deducted|paid)/.source,
+const MONEY_MOVES = new RegExp([
   /refunds? (?:money|the (?:customer|buyer|payment))|moves? money|charges? the (?:customer|card)|bills? (?:the )?(?:customer|someone)/.source,
   /sends? (?:money|funds|payments?|\d[\d.,]* |(?:usdc|usdt|eth|bnb|btc|sol|crypto|native|erc-?20|tokens?|coins?)\b)/.source,
   /(?:make|makes|process|processes|capture|captures) (?:a |the )?payment|one-time charge|refund or credit|withdraw(?:s|al)?/.source,
@@ -122,6 +121,14 @@ export const MONEY_MOVES = new RegExp([
   /approves? (?:a |the )?(?:spender|token spending|allowance)|token allowance|spending (?:allowance|approval)/.source,
   /(?:cancels?|pauses?|resumes?|upgrades?|downgrades?) (?:a |an |the )?(?:customer'?s? )?(?:active )?subscriptions?|auto-?renew(?:al)?/.source,
 ].map((s) => `(?:${s})`).join('|').replace(/^/, '\\b(?:').concat(')'));
+
+/** A fee or payment the call itself spends ("one payment covers all children"). */
+const FEE_MOVES = /\b(?:one payment covers|requires? (?:a )?payment|pays? (?:a |the )?fee|fees? (?:is|are) (?:charged|deducted|paid))/;
+
+/** The words of `text` that say the call moves money, if any. */
+export function movesMoney(text: string): string | undefined {
+  return MONEY_MOVES.exec(text)?.[0] ?? (/pay|fee/.test(text) ? FEE_MOVES.exec(text)?.[0] : undefined);
+}
 
 /** Parameters that carry a payment: a call that takes one spends it. */
 export const PAYMENT_PARAM = /^payment_?(?:tx|txn|transaction|hash|proof|signature|receipt)$/i;
