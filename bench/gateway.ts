@@ -1,11 +1,12 @@
-// toolgate serve against the popular transport-only proxies (mcp-proxy, supergateway) and a bare
-// HTTP-to-stdio forwarder (the floor for any Node proxy), each with
-// the same stdio upstream (server-everything), driven by wrk (Debian) on one initialized session.
-// Peers are installed into node_modules/.cache/toolgate-peers on first use.
+// toolgate serve against a bare HTTP-to-stdio forwarder (the floor for any Node proxy) and, with
+// BENCH_PEERS=1, the popular transport-only proxies (mcp-proxy, supergateway), each with the same
+// stdio upstream (server-everything), driven by wrk (Debian) on one initialized session.
+// Peers are installed into node_modules/.cache/toolgate-peers on first use. BENCH_CPU_PROF=DIR
+// profiles toolgate serve (node --cpu-prof; the profile is written when it stops).
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { fmt, median } from './stats.js';
@@ -42,7 +43,7 @@ async function until(url: string, ms = 30_000): Promise<void> {
 
 interface Target { name: string; url: string; headers: Record<string, string>; proc: ChildProcess }
 
-async function openSession(t: Target): Promise<Record<string, string>> {
+export async function openSession(t: Target): Promise<Record<string, string>> {
   const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...t.headers };
   const res = await fetch(t.url, { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'bench', version: '1' } } }) });
   await res.text();
@@ -56,7 +57,7 @@ async function openSession(t: Target): Promise<Record<string, string>> {
   return all;
 }
 
-async function wrk(t: Target, headers: Record<string, string>, connections: number, seconds: number): Promise<{ p50: number; p99: number; rps: number }> {
+export async function wrk(t: Target, headers: Record<string, string>, connections: number, seconds: number): Promise<{ p50: number; p99: number; rps: number }> {
   const dir = mkdtempSync(join(tmpdir(), 'tg-wrk-'));
   const script = join(dir, 'call.lua');
   writeFileSync(script, LUA);
@@ -74,74 +75,94 @@ async function wrk(t: Target, headers: Record<string, string>, connections: numb
   return { p50: ms('50'), p99: ms('99'), rps };
 }
 
-async function startTargets(): Promise<Target[]> {
-  if (!existsSync(join(PEERS, 'node_modules/.bin/supergateway'))) {
+export async function startTargets(withPeers: boolean): Promise<Target[]> {
+  if (withPeers && !existsSync(join(PEERS, 'node_modules/.bin/supergateway'))) {
     mkdirSync(PEERS, { recursive: true });
     writeFileSync(join(PEERS, 'package.json'), JSON.stringify({ name: 'toolgate-bench-peers', private: true }));
     await exec('npm', ['install', '--no-audit', '--no-fund', '--prefix', PEERS, 'mcp-proxy@6', 'supergateway@4'], { timeout: 600_000 });
   }
   const home = mkdtempSync(join(tmpdir(), 'tg-gw-bench-'));
+  // The databases sit outside the policy's folder, as they would in a deployment: a watcher on
+  // the policy must not be woken by their WAL writes.
+  const policyDir = join(home, 'policy');
+  mkdirSync(policyDir);
   const env = { ...process.env, TOOLGATE_HOME: home, TOOLGATE_LOG_LEVEL: 'error' };
   // A 50-rule policy: 49 other tools with conditions and limits, and echo's own rules.
   const tools: Record<string, unknown> = {};
   for (let i = 0; i < 49; i++) tools[`tool_${i}`] = { deny_if: [{ conditions: [{ path: 'args.path', op: 'starts_with', value: '/etc' }] }], limits: [{ counter: `t${i}`, window: 'minute', max: 100 }] };
   tools.echo = { deny_if: [{ conditions: [{ path: 'args.message', op: 'regex', value: '(?i)password' }] }], limits: [{ counter: 'echo', window: 'second', max: 1e9 }] };
-  writeFileSync(join(home, 'policy.json'), JSON.stringify({ version: '1', default: 'deny', all_tools: { limits: [{ counter: 'calls', window: 'minute', max: 1e9 }] }, tools }));
+  writeFileSync(join(policyDir, 'policy.json'), JSON.stringify({ version: '1', default: 'deny', all_tools: { limits: [{ counter: 'calls', window: 'minute', max: 1e9 }] }, tools }));
   const tgPort = await freePort();
-  writeFileSync(join(home, 'toolgate.yaml'), `listen: 127.0.0.1:${tgPort}\nstate: sqlite:./state.db\naudit: ./audit.db\nservers:\n  everything:\n    command: ${JSON.stringify(process.execPath)}\n    args: [${JSON.stringify(EVERYTHING)}]\n    policy: ./policy.json\n`);
+  writeFileSync(join(home, 'toolgate.yaml'), `listen: 127.0.0.1:${tgPort}\nstate: sqlite:./state.db\naudit: ./audit.db\nservers:\n  everything:\n    command: ${JSON.stringify(process.execPath)}\n    args: [${JSON.stringify(EVERYTHING)}]\n    policy: ./policy/policy.json\n`);
   const grant = JSON.parse((await exec(process.execPath, [join(ROOT, 'bin/toolgate.js'), 'grants', 'create', '--server', 'everything', '--label', 'bench', '--state', `sqlite:${join(home, 'state.db')}`, '--json'], { env })).stdout);
-  const toolgate = spawn(process.execPath, [join(ROOT, 'bin/toolgate.js'), 'serve', '-c', join(home, 'toolgate.yaml')], { env, stdio: 'ignore' });
-  const mpPort = await freePort();
-  const mcpProxy = spawn(process.execPath, [join(PEERS, 'node_modules/mcp-proxy/dist/bin/mcp-proxy.mjs'), '--host', '127.0.0.1', '--port', String(mpPort), '--server', 'stream', '--', process.execPath, EVERYTHING], { stdio: 'ignore' });
+  const serveArgs = process.env.BENCH_CPU_PROF ? [`--cpu-prof`, `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+  const toolgate = spawn(process.execPath, [...serveArgs, join(ROOT, 'bin/toolgate.js'), 'serve', '-c', join(home, 'toolgate.yaml')], { env, stdio: 'ignore' });
   const barePort = await freePort();
   const bare = spawn(process.execPath, [join(ROOT, 'bench/bare-http-proxy.mjs'), String(barePort), process.execPath, EVERYTHING], { stdio: 'ignore' });
-  const sgPort = await freePort();
-  const supergateway = spawn(process.execPath, ['--import', LOOPBACK, join(PEERS, 'node_modules/supergateway/dist/index.js'), '--stdio', `${process.execPath} ${EVERYTHING}`, '--outputTransport', 'streamableHttp', '--stateful', '--port', String(sgPort), '--logLevel', 'none'], { stdio: 'ignore' });
   const targets: Target[] = [
     { name: 'toolgate serve', url: `http://127.0.0.1:${tgPort}/mcp/everything`, headers: { authorization: `Bearer ${grant.token}` }, proc: toolgate },
-    { name: 'mcp-proxy', url: `http://127.0.0.1:${mpPort}/mcp`, headers: {}, proc: mcpProxy },
-    { name: 'supergateway', url: `http://127.0.0.1:${sgPort}/mcp`, headers: {}, proc: supergateway },
     { name: 'bare forwarder', url: `http://127.0.0.1:${barePort}/mcp`, headers: {}, proc: bare },
   ];
+  if (withPeers) {
+    const mpPort = await freePort();
+    const mcpProxy = spawn(process.execPath, [join(PEERS, 'node_modules/mcp-proxy/dist/bin/mcp-proxy.mjs'), '--host', '127.0.0.1', '--port', String(mpPort), '--server', 'stream', '--', process.execPath, EVERYTHING], { stdio: 'ignore' });
+    const sgPort = await freePort();
+    const supergateway = spawn(process.execPath, ['--import', LOOPBACK, join(PEERS, 'node_modules/supergateway/dist/index.js'), '--stdio', `${process.execPath} ${EVERYTHING}`, '--outputTransport', 'streamableHttp', '--stateful', '--port', String(sgPort), '--logLevel', 'none'], { stdio: 'ignore' });
+    targets.push({ name: 'mcp-proxy', url: `http://127.0.0.1:${mpPort}/mcp`, headers: {}, proc: mcpProxy }, { name: 'supergateway', url: `http://127.0.0.1:${sgPort}/mcp`, headers: {}, proc: supergateway });
+  }
   for (const t of targets) await until(t.url.replace(/\/mcp.*$/, '/')).catch((err: Error) => { throw new Error(`${t.name}: ${err.message}`); });
   return targets;
 }
 
-export async function benchGateway(rounds = Number(process.env.BENCH_ROUNDS ?? 3), seconds = 8): Promise<void> {
+const CASES = [1, 16, 64].map((connections) => ({ name: `${connections} conn`, connections }));
+const spread = (xs: number[]) => `${fmt(Math.min(...xs), 2)}–${fmt(Math.max(...xs), 2)}`;
+const load = () => loadavg()[0].toFixed(2);
+
+/**
+ * toolgate serve (SQLite counters, grant auth, audit) against the bare forwarder, each round
+ * measuring both back to back in each case (the order alternating per round), so that each ratio
+ * is a pair taken under the same load. BENCH_PEERS=1 adds mcp-proxy and supergateway.
+ */
+export async function benchGateway(rounds = Number(process.env.BENCH_ROUNDS ?? 5), seconds = Number(process.env.BENCH_SECONDS ?? 5)): Promise<void> {
   if (!existsSync('/usr/bin/wrk')) {
     console.log('\ngateway benchmark skipped: wrk is not installed (apt-get install wrk)');
     return;
   }
-  const targets = await startTargets();
+  const withPeers = process.env.BENCH_PEERS === '1';
+  const targets = await startTargets(withPeers);
   try {
     const sessions = new Map<string, Record<string, string>>();
     for (const t of targets) sessions.set(t.name, await openSession(t));
-    const results: Record<string, { p50: number[]; p99: number[]; rps16: number[]; rps64: number[] }> = {};
+    const [ours, floor] = targets;
+    const results = new Map(targets.map((t) => [t.name, new Map(CASES.map((c) => [c.name, [] as { p50: number; p99: number; rps: number }[]]))]));
+    const loads: string[] = [];
     for (let r = 0; r < rounds; r++) {
-      for (const t of targets) {
-        const h = sessions.get(t.name)!;
-        const one = await wrk(t, h, 1, seconds);
-        const c16 = await wrk(t, h, 16, seconds);
-        const c64 = await wrk(t, h, 64, seconds);
-        const x = (results[t.name] ??= { p50: [], p99: [], rps16: [], rps64: [] });
-        x.p50.push(one.p50); x.p99.push(one.p99); x.rps16.push(c16.rps); x.rps64.push(c64.rps);
+      loads.push(load());
+      for (const c of CASES) {
+        const order = r % 2 === 0 ? targets : [...targets].reverse();
+        for (const t of order) results.get(t.name)!.get(c.name)!.push(await wrk(t, sessions.get(t.name)!, c.connections, seconds));
       }
     }
-    const row = (name: string) => ({ p50: median(results[name].p50), p99: median(results[name].p99), rps16: median(results[name].rps16), rps64: median(results[name].rps64) });
-    console.log(`\ntools/call echo over Streamable HTTP, one session, server-everything over stdio behind each (wrk, median of ${rounds} rounds of ${seconds} s):`);
-    console.log('  proxy            p50 (1 conn)  p99 (1 conn)  req/s (16 conn)  req/s (64 conn)');
+    console.log(`\ntools/call echo over Streamable HTTP, one session, server-everything over stdio behind each (wrk, ${rounds} rounds of ${seconds} s; load average at each round's start: ${loads.join(', ')}; ${cpus().length} cores):`);
+    console.log('  proxy            case           p50 ms   p99 ms      req/s   (medians)');
     for (const t of targets) {
-      const v = row(t.name);
-      console.log(`  ${t.name.padEnd(16)} ${fmt(v.p50, 3).padStart(9)} ms  ${fmt(v.p99, 3).padStart(9)} ms  ${fmt(v.rps16).padStart(15)}  ${fmt(v.rps64).padStart(15)}`);
+      for (const c of CASES) {
+        const xs = results.get(t.name)!.get(c.name)!;
+        console.log(`  ${t.name.padEnd(16)} ${c.name.padEnd(12)} ${fmt(median(xs.map((x) => x.p50)), 3).padStart(8)} ${fmt(median(xs.map((x) => x.p99)), 3).padStart(8)} ${fmt(median(xs.map((x) => x.rps))).padStart(10)}`);
+      }
     }
-    const ours = row('toolgate serve');
-    const peers = ['mcp-proxy', 'supergateway'].map(row);
-    const best = { p50: Math.min(...peers.map((p) => p.p50)), p99: Math.min(...peers.map((p) => p.p99)), rps16: Math.max(...peers.map((p) => p.rps16)), rps64: Math.max(...peers.map((p) => p.rps64)) };
-    const floor = row('bare forwarder');
-    console.log(`  the floor (bare forwarder: parse, forward, answer as JSON; nothing else) is at ${fmt(floor.p50 / best.p50, 2)}x the better peer's p50; toolgate adds ${fmt((ours.p50 - floor.p50) * 1000)} µs to it`);
-    console.log(`  toolgate vs the better peer: p50 ${fmt(ours.p50 / best.p50, 2)}x (target <= 0.5x), p99 ${fmt(ours.p99 / best.p99, 2)}x, throughput ${fmt(ours.rps16 / best.rps16, 2)}x at 16 and ${fmt(ours.rps64 / best.rps64, 2)}x at 64 connections (target >= 2x); toolgate runs a 50-rule policy with SQLite counters, audit and grant auth, the peers no policy`);
+    console.log('  toolgate (SQLite counters, grant auth, audit) against the bare forwarder, paired per round (median [min–max over rounds]):');
+    for (const c of CASES) {
+      const a = results.get(ours.name)!.get(c.name)!;
+      const b = results.get(floor.name)!.get(c.name)!;
+      const rps = a.map((x, i) => x.rps / b[i].rps);
+      const p50 = a.map((x, i) => x.p50 / b[i].p50);
+      const rpsTarget = c.connections === 16 ? ' (target >= 0.50)' : '';
+      const p50Target = c.connections === 1 ? ' (target <= 1.50)' : '';
+      console.log(`    ${c.name.padEnd(12)} throughput ${fmt(median(rps), 2)}x [${spread(rps)}]${rpsTarget}, p50 ${fmt(median(p50), 2)}x [${spread(p50)}]${p50Target}`);
+    }
   } finally {
-    for (const t of targets) t.proc.kill();
+    for (const t of targets) t.proc.kill('SIGINT');
   }
 }
 

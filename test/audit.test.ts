@@ -131,10 +131,10 @@ describe('audit journal', () => {
 });
 
 /** Runs `body` (with `log`, an AuditLog on `file`) in a child process that then dies by SIGKILL. */
-async function killedChild(file: string, body: string): Promise<void> {
+async function killedChild(file: string, body: string, options: { background?: boolean } = {}): Promise<void> {
   const { spawnSync } = await import('node:child_process');
   const script = `import { AuditLog } from ${JSON.stringify(new URL('../src/audit/log.ts', import.meta.url).pathname)};
-    const log = new AuditLog(${JSON.stringify(file)});
+    const log = new AuditLog(${JSON.stringify(file)}, ${JSON.stringify(options)});
     ${body}
     process.kill(process.pid, 'SIGKILL');`;
   const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: new URL('..', import.meta.url).pathname });
@@ -158,6 +158,21 @@ describe('audit hardening (issue 9)', () => {
     const rows = log.query({ decision: 'allow', limit: 20_000 });
     assert.ok(rows.every((r) => r.outcome === 'result' && r.latency_ms === 2), 'outcomes of forgotten hashes are sealed from the database');
     assert.deepEqual(log.verify(), { ok: true, rows: 30_000 });
+    log.close();
+  });
+
+  it('with the writer thread (toolgate serve), kill -9 loses no row: neither those sent to the thread nor those still waiting', async () => {
+    const file = join(tempDir(), 'audit.db');
+    await killedChild(file, `
+      for (let i = 0; i < 300; i++) log.finish(log.append({ kind: 'call', tool: 'sent' + i, decision: 'allow', args: { i }, awaitsOutcome: true }), 'result', i);
+      await new Promise((r) => setTimeout(r, 60)); // the batch timer (50 ms) hands these to the thread
+      for (let i = 0; i < 5; i++) log.finish(log.append({ kind: 'call', tool: 'waiting' + i, decision: 'allow', awaitsOutcome: true }), 'is_error', i);`, { background: true });
+    const log = new AuditLog(file);
+    const rows = log.query({ limit: 1000 });
+    assert.equal(rows.length, 305);
+    assert.ok(rows.every((r) => r.outcome !== null), 'every outcome is kept too');
+    assert.deepEqual(rows.slice(-5).map((r) => r.tool), ['waiting0', 'waiting1', 'waiting2', 'waiting3', 'waiting4']);
+    assert.ok(log.verify().ok);
     log.close();
   });
 

@@ -1,9 +1,12 @@
 import assert from 'node:assert/strict';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { CompiledPolicy, Engine, type CallContext } from '../src/engine/index.js';
 import { validatePolicyObject } from '../src/policy/index.js';
-import { MemoryCounterStore, MemoryFlagStore } from '../src/state/memory.js';
-import type { CounterStore } from '../src/state/types.js';
+import { MemoryCounterStore, MemoryFlagStore, openMemoryState } from '../src/state/memory.js';
+import { openSqliteState } from '../src/state/sqlite.js';
+import type { CounterStore, FlagStore } from '../src/state/types.js';
+import { tempDir } from './helpers/toolgate.js';
 
 function compile(policy: unknown): CompiledPolicy {
   const r = validatePolicyObject(policy);
@@ -11,7 +14,7 @@ function compile(policy: unknown): CompiledPolicy {
   return new CompiledPolicy(r.policy, r.hash);
 }
 
-function engineFor(policy: unknown, opts: { counters?: CounterStore; flags?: MemoryFlagStore; failOpen?: boolean; shadow?: boolean } = {}) {
+function engineFor(policy: unknown, opts: { counters?: CounterStore; flags?: FlagStore; failOpen?: boolean; shadow?: boolean } = {}) {
   return new Engine({ policy: compile(policy), counters: opts.counters ?? new MemoryCounterStore(), flags: opts.flags, failOpen: opts.failOpen, shadow: opts.shadow });
 }
 
@@ -111,19 +114,32 @@ describe('decision order', () => {
     assert.deepEqual(d.approval, { timeoutMs: 600_000, via: ['dashboard', 'cli', 'api', 'webhook'], mode: 'hold', validForMs: 600_000 });
   });
 
-  it('kill switch beats everything, gateway-wide or per server', async () => {
-    const flags = new MemoryFlagStore();
-    const e = engineFor(REFUNDS, { flags, shadow: true });
-    await flags.setKillSwitch('other', true);
-    assert.equal((await e.decide(ctx('debugpy_session_status'))).verdict, 'allow');
-    await flags.setKillSwitch('stripe', true);
-    const d = await e.decide(ctx('debugpy_session_status'));
-    assert.equal(d.rule, '(kill-switch)');
-    assert.equal(d.enforced, true, 'the kill switch is enforced even in shadow mode');
-    await flags.setKillSwitch('stripe', false);
-    await flags.setKillSwitch('*', true);
-    assert.equal((await e.decide(ctx('debugpy_session_status'))).rule, '(kill-switch)');
-  });
+  // Counters of the same state store read the kill switch in their reservation (one step).
+  const killSwitchStores: [string, () => { counters: CounterStore; flags: FlagStore; close?: () => Promise<void> }][] = [
+    ['separate stores', () => ({ counters: new MemoryCounterStore(), flags: new MemoryFlagStore() })],
+    ['one memory store', () => openMemoryState()],
+    ['one SQLite store', () => openSqliteState(join(tempDir(), 'state.db'))],
+  ];
+  for (const [name, open] of killSwitchStores) {
+    it(`kill switch beats everything, gateway-wide or per server (${name})`, async () => {
+      const { counters, flags, close } = open();
+      const e = engineFor(REFUNDS, { counters, flags, shadow: true });
+      await flags.setKillSwitch('other', true);
+      const allowed = await e.decide(ctx('debugpy_session_status'));
+      assert.equal(allowed.verdict, 'allow');
+      await flags.setKillSwitch('stripe', true);
+      const d = await e.decide(ctx('debugpy_session_status'));
+      assert.equal(d.rule, '(kill-switch)');
+      assert.equal(d.enforced, true, 'the kill switch is enforced even in shadow mode');
+      assert.deepEqual(d.charges, []);
+      assert.equal((await e.decide(ctx('delete_all'))).rule, '(kill-switch)', 'before the policy\'s own denials');
+      await flags.setKillSwitch('stripe', false);
+      await flags.setKillSwitch('*', true);
+      assert.equal((await e.decide(ctx('debugpy_session_status'))).rule, '(kill-switch)');
+      assert.equal(await counters.value(allowed.charges[0].key, T0), 1, 'only the allowed call was counted');
+      await close?.();
+    });
+  }
 
   it('a changed pin denies only when the policy says block', async () => {
     const warn = await engineFor(REFUNDS).decide(ctx('debugpy_session_status'), { pinChanged: true });

@@ -7,7 +7,7 @@ import { openMemoryState } from '../src/state/memory.js';
 import { openRedisState } from '../src/state/redis.js';
 import { openSqliteState } from '../src/state/sqlite.js';
 import { openState } from '../src/state/index.js';
-import type { Approval, Charge, StateStore } from '../src/state/types.js';
+import { KILLED, type Approval, type Charge, type StateStore } from '../src/state/types.js';
 import { TestRedis } from './helpers/redis.js';
 import { ROOT, tempDir } from './helpers/toolgate.js';
 
@@ -142,6 +142,45 @@ for (const [name, open] of stores) {
       await s.close();
     });
 
+    it('reserveUnlessKilled reads its own store\'s kill switch: on, nothing is taken', async () => {
+      const s = open();
+      assert.equal(s.counters.flags, s.flags);
+      const take = (server: string, ...charges: Charge[]) => s.counters.reserveUnlessKilled!(server, charges, NOW);
+      assert.equal(await take('github', charge('k', 2)), -1);
+      await s.flags.setKillSwitch('github', true);
+      assert.equal(await take('github', charge('k', 2)), KILLED);
+      assert.equal(await take('stripe', charge('k', 2)), -1, 'another server is not stopped');
+      assert.equal(await take('stripe', charge('k', 2)), 0, 'a limit still answers with its index');
+      await s.flags.setKillSwitch('*', true);
+      assert.equal(await take('stripe', charge('other', 2)), KILLED);
+      await s.flags.setKillSwitch('*', false);
+      await s.flags.setKillSwitch('github', false);
+      assert.equal(await take('github', charge('other', 2)), -1);
+      assert.equal(await s.counters.value('k', NOW), 2);
+      assert.equal(await s.counters.value('other', NOW), 1, 'the killed calls took nothing');
+      await s.close();
+    });
+
+    it('concurrent reservations are decided in arrival order, each all or nothing', async () => {
+      const s = open();
+      await s.flags.setKillSwitch('stopped', true);
+      const a = (amount: number) => charge('a', 4, amount);
+      const b = (amount: number) => charge('b', 3, amount);
+      // Made in one event-loop turn, so a store that commits them together (SQLite) does here.
+      const results = await Promise.all([
+        s.counters.reserve([a(1), b(2)], NOW),
+        s.counters.reserve([a(1), b(2)], NOW), // b would pass 3: a is not taken either
+        s.counters.reserveUnlessKilled!('stopped', [a(1)], NOW), // killed: nothing taken
+        s.counters.reserve([a(3), b(1)], NOW), // sees a = 1, not 2 or 3
+        s.counters.reserve([a(1)], NOW),
+        s.counters.reserveUnlessKilled!('running', [b(0), a(0)], NOW),
+      ]);
+      assert.deepEqual(results, [-1, 1, KILLED, -1, 0, -1]);
+      assert.equal(await s.counters.value('a', NOW), 4);
+      assert.equal(await s.counters.value('b', NOW), 3);
+      await s.close();
+    });
+
     it('approvals: created pending, decided exactly once, refused after expiry', async () => {
       const s = open();
       await s.approvals.create(approval('a1'));
@@ -231,6 +270,31 @@ describe('sqlite state across processes', () => {
       run(process.execPath, ['--import', 'tsx', worker, file, '400', '500'], { cwd: ROOT }),
     ]);
     assert.equal(Number(a.stdout) + Number(b.stdout), 500);
+  });
+
+  it('two processes committing many reservations at a time never exceed the limit either', async () => {
+    const file = join(tempDir(), 'shared-batches.db');
+    openSqliteState(file).close();
+    const worker = join(ROOT, 'test/helpers/reserve-worker.ts');
+    // 50 at a time: each process commits them as groups, interleaved with the other's.
+    const [a, b] = await Promise.all([
+      run(process.execPath, ['--import', 'tsx', worker, file, '400', '500', '50'], { cwd: ROOT }),
+      run(process.execPath, ['--import', 'tsx', worker, file, '400', '500', '50'], { cwd: ROOT }),
+    ]);
+    assert.equal(Number(a.stdout) + Number(b.stdout), 500);
+  });
+
+  it('a kill switch set by another connection stops the very next reservation', async () => {
+    const file = join(tempDir(), 'kill.db');
+    const gateway = openSqliteState(file);
+    const cli = openSqliteState(file);
+    assert.equal(await gateway.counters.reserveUnlessKilled!('s', [charge('k', 5)], NOW), -1);
+    await cli.flags.setKillSwitch('s', true);
+    // No new event-loop turn needed: the reservation's own transaction reads the switch.
+    assert.equal(await gateway.counters.reserveUnlessKilled!('s', [charge('k', 5)], NOW), KILLED);
+    assert.equal(await gateway.counters.value('k', NOW), 1);
+    await gateway.close();
+    await cli.close();
   });
 
   it('a kill switch or a grant change written by another connection is seen on the next read', async () => {

@@ -1,4 +1,4 @@
-import type { Charge, CounterStore, FlagStore } from '../state/types.js';
+import { KILLED, type Charge, type CounterStore, type FlagStore } from '../state/types.js';
 import type { ApprovalSettings, CompiledEntry, CompiledLimit, CompiledPolicy } from './compile.js';
 import { plainNumber } from '../policy/check.js';
 import { getPath, MISSING, type CallContext } from './conditions.js';
@@ -50,9 +50,14 @@ export interface Evaluation {
   limits?: readonly CompiledLimit[];
 }
 
+/** The charges an allowed call takes, with what a denial needs to say which limit it hit. */
+interface Reservation { charges: Charge[]; limits: readonly CompiledLimit[]; rule: string; enforced: boolean }
+
 function deny(rule: string, message: string, retryAfterSeconds: number | null = null): Decision {
   return { verdict: 'deny', rule, message, retryAfterSeconds, enforced: true, charges: NO_CHARGES };
 }
+
+const killSwitchDenial = (): Decision => deny('(kill-switch)', 'The kill switch is on: no tool calls are forwarded until an operator turns it off.');
 
 const RANK: Record<Verdict, number> = { allow: 0, approve: 1, deny: 2 };
 
@@ -188,28 +193,40 @@ export class Engine {
 
   /**
    * The whole decision order, including the kill switch and the atomic reservation of every
-   * limit. Synchronous when the stores are (memory, SQLite), so the hot path has no await.
+   * limit. Synchronous when the stores are (memory, SQLite), so the hot path has no await. When
+   * the counters read the kill switch themselves (one state store), a limited call reads it in
+   * its reservation; the policy steps before it have no side effects, so they may run first.
    */
   decide(ctx: CallContext, hints: DecideHints = {}): Decision | Promise<Decision> {
     const aliases = hints.aliases ?? [];
     if (!this.flags) return this.afterKillSwitch(ctx, aliases, null, hints);
+    if (this.counters.flags === this.flags && this.counters.reserveUnlessKilled) {
+      const plan = this.plan(ctx, aliases, hints);
+      if (!('verdict' in plan)) return this.take(plan, ctx, true);
+      return this.withKillSwitch(ctx, (killed) => (killed !== null ? killSwitchDenial() : plan));
+    }
+    return this.withKillSwitch(ctx, (killed) => this.afterKillSwitch(ctx, aliases, killed, hints));
+  }
+
+  private withKillSwitch(ctx: CallContext, then: (killed: string | null) => Decision | Promise<Decision>): Decision | Promise<Decision> {
     let killed: ReturnType<FlagStore['killedFor']>;
     try {
-      killed = this.flags.killedFor(ctx.server.name);
+      killed = this.flags!.killedFor(ctx.server.name);
     } catch {
       killed = this.failOpen ? null : 'unknown';
     }
-    if (killed instanceof Promise) {
-      return killed.then(
-        (k) => this.afterKillSwitch(ctx, aliases, k, hints),
-        () => this.afterKillSwitch(ctx, aliases, this.failOpen ? null : 'unknown', hints),
-      );
-    }
-    return this.afterKillSwitch(ctx, aliases, killed, hints);
+    if (killed instanceof Promise) return killed.then(then, () => then(this.failOpen ? null : 'unknown'));
+    return then(killed);
   }
 
   private afterKillSwitch(ctx: CallContext, aliases: readonly string[], killed: string | null, hints: DecideHints): Decision | Promise<Decision> {
-    if (killed !== null) return deny('(kill-switch)', 'The kill switch is on: no tool calls are forwarded until an operator turns it off.');
+    if (killed !== null) return killSwitchDenial();
+    const plan = this.plan(ctx, aliases, hints);
+    return 'verdict' in plan ? plan : this.take(plan, ctx, false);
+  }
+
+  /** Steps after the kill switch up to the reservation: a decision, or the charges an allowed call still has to take. */
+  private plan(ctx: CallContext, aliases: readonly string[], hints: DecideHints): Decision | Reservation {
     if (hints.pinChanged && this.policy.pinsOnChange === 'block') {
       return deny('(pin)', `The definition of "${ctx.tool}" changed since it was pinned (or it is new); an operator must review and accept it with toolgate pin --accept.`);
     }
@@ -222,16 +239,20 @@ export class Engine {
     const charges = this.charges(limits, ctx);
     if (!Array.isArray(charges)) return { ...charges, enforced };
     if (charges.length === 0) return { verdict: 'allow', rule: e.rule, retryAfterSeconds: null, enforced, charges };
+    return { charges, limits, rule: e.rule, enforced };
+  }
+
+  private take(r: Reservation, ctx: CallContext, unlessKilled: boolean): Decision | Promise<Decision> {
     let failed: number | Promise<number>;
     try {
-      failed = this.counters.reserve(charges, ctx.now);
+      failed = unlessKilled ? this.counters.reserveUnlessKilled!(ctx.server.name, r.charges, ctx.now) : this.counters.reserve(r.charges, ctx.now);
     } catch (err) {
-      return this.storeFailed(err as Error, e.rule, enforced);
+      return this.storeFailed(err as Error, r.rule, r.enforced);
     }
     if (failed instanceof Promise) {
-      return failed.then((f) => this.reserved(f, charges, limits, e.rule, ctx, enforced), (err: Error) => this.storeFailed(err, e.rule, enforced));
+      return failed.then((f) => this.reserved(f, r, ctx), (err: Error) => this.storeFailed(err, r.rule, r.enforced));
     }
-    return this.reserved(failed, charges, limits, e.rule, ctx, enforced);
+    return this.reserved(failed, r, ctx);
   }
 
   /** The audit row's message says which way a store failure went: fail closed (denied) or fail_open (forwarded uncounted). */
@@ -240,8 +261,9 @@ export class Engine {
     return { ...deny('(state-store)', `Limits cannot be checked right now (state store error: ${err.message}); the call was not forwarded (fail closed).`), enforced };
   }
 
-  private reserved(failed: number, charges: Charge[], limits: readonly CompiledLimit[], rule: string, ctx: CallContext, enforced: boolean): Decision {
-    if (failed < 0) return { verdict: 'allow', rule, retryAfterSeconds: null, enforced, charges };
+  private reserved(failed: number, { charges, limits, rule, enforced }: Reservation, ctx: CallContext): Decision {
+    if (failed === -1) return { verdict: 'allow', rule, retryAfterSeconds: null, enforced, charges };
+    if (failed === KILLED) return killSwitchDenial();
     const limit = limits[failed];
     const retry = Math.max(1, Math.ceil((charges[failed].expiresAt - ctx.now) / 1000));
     const what = limit.increment ? `a total of ${limit.max}` : `${limit.max} call${limit.max === 1 ? '' : 's'}`;

@@ -1,5 +1,5 @@
 import { MemoryApprovalStore } from './memory-approvals.js';
-import type { Charge, CounterStore, FlagStore, Grant, GrantStore, KillScope, KillSwitchState, OAuthStore, PinStore, StateStore } from './types.js';
+import { KILLED, type Charge, type CounterStore, type FlagStore, type Grant, type GrantStore, type KillScope, type KillSwitchState, type OAuthStore, type PinStore, type StateStore } from './types.js';
 
 interface Cell { value: number; expiresAt: number }
 
@@ -7,6 +7,12 @@ interface Cell { value: number; expiresAt: number }
 export class MemoryCounterStore implements CounterStore {
   private cells = new Map<string, Cell>();
   private sweepAt = 0;
+
+  constructor(readonly flags?: MemoryFlagStore) {}
+
+  reserveUnlessKilled(server: string, charges: readonly Charge[], now: number): number {
+    return this.flags?.killedFor(server) ? KILLED : this.reserve(charges, now);
+  }
 
   private current(key: string, now: number): number {
     const cell = this.cells.get(key);
@@ -129,8 +135,9 @@ export class MemoryOAuthStore implements OAuthStore {
 }
 
 export function openMemoryState(): StateStore {
+  const flags = new MemoryFlagStore();
   return {
-    kind: 'memory', counters: new MemoryCounterStore(), flags: new MemoryFlagStore(), pins: new MemoryPinStore(), grants: new MemoryGrantStore(),
+    kind: 'memory', counters: new MemoryCounterStore(flags), flags, pins: new MemoryPinStore(), grants: new MemoryGrantStore(),
     approvals: new MemoryApprovalStore(), oauth: new MemoryOAuthStore(), close: async () => {},
   };
 }

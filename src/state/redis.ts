@@ -3,7 +3,7 @@ import { RedisApprovalStore } from './redis-approvals.js';
 import { parseRedisDsn, type RedisDsn } from './redis-dsn.js';
 import { RedisFleet } from './redis-fleet.js';
 import { RedisOAuthStore } from './redis-oauth.js';
-import type { Charge, CounterStore, FlagStore, Grant, GrantStore, KillScope, KillSwitchState, PinStore, StateHealth, StateStore } from './types.js';
+import { KILLED, type Charge, type CounterStore, type FlagStore, type Grant, type GrantStore, type KillScope, type KillSwitchState, type PinStore, type StateHealth, type StateStore } from './types.js';
 
 /**
  * Every limit of one call in one step. A charge with a window is placed in the window of Redis's
@@ -172,7 +172,14 @@ export class RedisLink {
 
 /** Counters in Redis: one EVALSHA per decision (ioredis loads the script and re-sends it on NOSCRIPT). */
 export class RedisCounterStore implements CounterStore {
-  constructor(private readonly link: RedisLink) {}
+  constructor(private readonly link: RedisLink, readonly flags?: RedisFlagStore) {}
+
+  /** The kill switch comes from the mirror (no round trip while it is fresh), then the reservation's one EVALSHA. */
+  reserveUnlessKilled(server: string, charges: readonly Charge[], now: number): Promise<number> {
+    const killed = this.flags ? this.flags.killedFor(server) : null;
+    if (killed instanceof Promise) return killed.then((k) => (k ? KILLED : this.reserve(charges, now)));
+    return killed ? Promise.resolve(KILLED) : this.reserve(charges, now);
+  }
 
   private keyOf(c: Charge): string {
     return this.link.key('c', c.window ? c.window.name : c.key);
@@ -371,7 +378,7 @@ export function openRedisState(dsn: string): StateStore & { link: RedisLink } {
   return {
     kind: 'redis',
     link,
-    counters: new RedisCounterStore(link),
+    counters: new RedisCounterStore(link, flags),
     flags,
     pins: new RedisPinStore(link),
     grants,

@@ -3,7 +3,7 @@ import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { databaseFileError } from './errors.js';
 import { SqliteApprovalStore } from './sqlite-approvals.js';
-import type { Charge, CounterStore, FlagStore, Grant, GrantStore, KillScope, KillSwitchState, OAuthStore, PinStore, StateStore } from './types.js';
+import { KILLED, type Charge, type CounterStore, type FlagStore, type Grant, type GrantStore, type KillScope, type KillSwitchState, type OAuthStore, type PinStore, type StateStore } from './types.js';
 
 /**
  * Opens a SQLite database the way every toolgate file wants it: WAL (readers never block the
@@ -27,12 +27,6 @@ export function openDatabase(file: string): Database.Database {
   }
 }
 
-class OverLimit extends Error {
-  constructor(readonly index: number) {
-    super('over limit');
-  }
-}
-
 /** Closes a database with a last checkpoint, so the WAL does not outlive the process. */
 export function closeDatabase(db: Database.Database): void {
   if (!db.open) return;
@@ -40,16 +34,39 @@ export function closeDatabase(db: Database.Database): void {
   db.close();
 }
 
-/** Counters in one SQLite file, shared by every process that opens it. */
+/** Busy turns (several reservations) committed one by one before a group is tried again. */
+const PROBE_EVERY = 64;
+
+const KILL_SWITCH_TABLE = 'CREATE TABLE IF NOT EXISTS kill_switch (scope TEXT PRIMARY KEY, is_on INTEGER NOT NULL, reason TEXT, at TEXT NOT NULL)';
+
+/** A reservation waiting for the next group commit: the kill switch's server (null: not read), and its charges. */
+interface Queued { server: string | null; charges: readonly Charge[]; now: number; resolve: (failed: number) => void; reject: (err: Error) => void }
+
+/**
+ * Counters in one SQLite file, shared by every process that opens it.
+ *
+ * Group commit: reservations asked for in the same event-loop turn (many sessions under load)
+ * wait for the end of the turn and are committed together, in arrival order, in one transaction,
+ * as long as such groups have several calls; otherwise each is committed at once. Each is still
+ * all or nothing, and each caller hears its answer only after the commit, so a call is never
+ * forwarded on a reservation that is not yet durable.
+ */
 export class SqliteCounterStore implements CounterStore {
   private readonly get: Database.Statement<[string], { value: number; expires_at: number }>;
   private readonly add: Database.Statement<[string, number, number, number], { value: number }>;
   private readonly sub: Database.Statement<[number, string]>;
   private readonly sweepStmt: Database.Statement<[number]>;
-  private readonly reserveTx: (charges: readonly Charge[], now: number) => number;
+  private readonly killSwitches: Database.Statement<[], { scope: string }>;
+  private readonly commit: (batch: readonly Omit<Queued, 'resolve' | 'reject'>[]) => number[];
   private sweepAt = 0;
+  private queue: Queued[] = [];
+  private turn: NodeJS.Immediate | undefined;
+  /** Reservations asked for in this turn; whether the last group had several; busy turns since a group was tried. */
+  private seen = 0;
+  private grouping = false;
+  private turnsAlone = PROBE_EVERY;
 
-  constructor(private readonly db: Database.Database) {
+  constructor(private readonly db: Database.Database, readonly flags?: SqliteFlagStore) {
     db.exec(`CREATE TABLE IF NOT EXISTS counters (
       key TEXT PRIMARY KEY, value REAL NOT NULL, expires_at INTEGER NOT NULL) WITHOUT ROWID`);
     this.get = db.prepare('SELECT value, expires_at FROM counters WHERE key = ?');
@@ -60,17 +77,35 @@ export class SqliteCounterStore implements CounterStore {
       RETURNING value`);
     this.sub = db.prepare('UPDATE counters SET value = max(0, value - ?) WHERE key = ?');
     this.sweepStmt = db.prepare('DELETE FROM counters WHERE expires_at <= ?');
+    db.exec(KILL_SWITCH_TABLE);
+    this.killSwitches = db.prepare('SELECT scope FROM kill_switch WHERE is_on = 1');
     // BEGIN IMMEDIATE takes the write lock before reading, so two processes cannot both read the
-    // same count and both take the last unit. Each charge is added and its new value read back in
-    // one statement; a value over max throws, which rolls the whole transaction back.
-    this.reserveTx = db.transaction((charges: readonly Charge[], now: number) => {
-      for (let i = 0; i < charges.length; i++) {
-        const c = charges[i];
-        const row = this.add.get(c.key, c.amount, c.expiresAt, now);
-        if (row!.value > c.max) throw new OverLimit(i);
+    // same count and both take the last unit; the kill switch is read under the same lock.
+    this.commit = db.transaction((batch: readonly Omit<Queued, 'resolve' | 'reject'>[]) => {
+      let on: string[] | undefined;
+      const out: number[] = new Array(batch.length);
+      for (let i = 0; i < batch.length; i++) {
+        const { server, charges, now } = batch[i];
+        if (server !== null) {
+          on ??= this.killSwitches.all().map((r) => r.scope);
+          if (on.length > 0 && (on.includes('*') || on.includes(server))) { out[i] = KILLED; continue; }
+        }
+        out[i] = this.take(charges, now);
       }
-      return -1;
+      return out;
     }).immediate;
+  }
+
+  /** Adds each charge and reads its new value back in one statement; one over its max is undone with those before it. */
+  private take(charges: readonly Charge[], now: number): number {
+    for (let i = 0; i < charges.length; i++) {
+      const c = charges[i];
+      if (this.add.get(c.key, c.amount, c.expiresAt, now)!.value > c.max) {
+        for (let j = i; j >= 0; j--) this.sub.run(charges[j].amount, charges[j].key);
+        return i;
+      }
+    }
+    return -1;
   }
 
   private current(key: string, now: number): number {
@@ -78,19 +113,58 @@ export class SqliteCounterStore implements CounterStore {
     return row && row.expires_at > now ? row.value : 0;
   }
 
-  reserve(charges: readonly Charge[], now: number): number {
-    let result: number;
+  reserve(charges: readonly Charge[], now: number): number | Promise<number> {
+    return this.enqueue(null, charges, now);
+  }
+
+  reserveUnlessKilled(server: string, charges: readonly Charge[], now: number): number | Promise<number> {
+    return this.enqueue(server, charges, now);
+  }
+
+  private enqueue(server: string | null, charges: readonly Charge[], now: number): number | Promise<number> {
+    this.turn ??= setImmediate(this.endTurn);
+    this.seen++;
+    if (!this.grouping && (this.seen === 1 || this.turnsAlone < PROBE_EVERY)) {
+      // Committed now, waiting for nothing.
+      this.turn.unref();
+      const [failed] = this.commit([{ server, charges, now }]);
+      this.sweep(now);
+      return failed;
+    }
+    this.turn.ref();
+    return new Promise((resolve, reject) => { this.queue.push({ server, charges, now, resolve, reject }); });
+  }
+
+  private readonly endTurn = (): void => {
+    this.turn = undefined;
+    // Waiting pays only when others join the group (many sessions): one session orders its own
+    // calls, so its next call waits for this one and the group stays one call, split off the
+    // rest of its turn. Whether groups form is tried again every PROBE_EVERY busy turns.
+    if (this.queue.length > 0) {
+      this.grouping = this.queue.length > 1;
+      this.turnsAlone = 0;
+    } else if (this.seen > 1) {
+      this.turnsAlone++;
+    }
+    this.seen = 0;
+    if (this.queue.length === 0) return;
+    const batch = this.queue;
+    this.queue = [];
+    let results: number[];
     try {
-      result = this.reserveTx(charges, now);
+      results = this.commit(batch);
     } catch (err) {
-      if (!(err instanceof OverLimit)) throw err;
-      result = err.index;
+      for (const q of batch) q.reject(err as Error);
+      return;
     }
-    if (now >= this.sweepAt) {
-      this.sweepAt = now + 60_000;
-      this.sweepStmt.run(now);
-    }
-    return result;
+    for (let i = 0; i < batch.length; i++) batch[i].resolve(results[i]);
+    this.sweep(batch[batch.length - 1].now);
+  };
+
+  private sweep(now: number): void {
+    if (now < this.sweepAt) return;
+    this.sweepAt = now + 60_000;
+    this.sweepStmt.run(now);
   }
 
   async release(charges: readonly Charge[]): Promise<void> {
@@ -159,8 +233,7 @@ export class SqliteFlagStore implements FlagStore {
   private readonly cache: UntilChanged<KillScope | null>;
 
   constructor(private readonly db: Database.Database, dataVersion: DataVersion) {
-    db.exec(`CREATE TABLE IF NOT EXISTS kill_switch (
-      scope TEXT PRIMARY KEY, is_on INTEGER NOT NULL, reason TEXT, at TEXT NOT NULL)`);
+    db.exec(KILL_SWITCH_TABLE);
     this.killed = db.prepare("SELECT scope FROM kill_switch WHERE scope IN ('*', ?) AND is_on = 1");
     this.cache = new UntilChanged(dataVersion);
   }
@@ -293,10 +366,11 @@ export function openSqliteState(file: string): StateStore {
   try {
     const dataVersion = new DataVersion(db);
     const approvals = new SqliteApprovalStore(db);
+    const flags = new SqliteFlagStore(db, dataVersion);
     return {
       kind: 'sqlite',
-      counters: new SqliteCounterStore(db),
-      flags: new SqliteFlagStore(db, dataVersion),
+      counters: new SqliteCounterStore(db, flags),
+      flags,
       pins: new SqlitePinStore(db),
       grants: new SqliteGrantStore(db, dataVersion),
       approvals,
