@@ -6,15 +6,22 @@ import { validatePolicyObject } from '../src/policy/index.js';
 import { PolicySession } from '../src/proxy/session.js';
 import type { Json } from '../src/proxy/messages.js';
 import { MemoryCounterStore } from '../src/state/memory.js';
-import type { Charge } from '../src/state/types.js';
+import type { Charge, CounterStore } from '../src/state/types.js';
 
 /** Memory counters whose reservations wait until the test lets them go, as a remote store's do. */
-class GatedCounters extends MemoryCounterStore {
+class GatedCounters implements CounterStore {
+  private readonly inner = new MemoryCounterStore();
   private gates: (() => void)[] = [];
   readonly asked: Charge[] = [];
-  override reserve(charges: readonly Charge[], now: number): Promise<number> {
+  reserve(charges: readonly Charge[], now: number): Promise<number> {
     this.asked.push(...charges);
-    return new Promise((resolve) => this.gates.push(() => resolve(super.reserve(charges, now))));
+    return new Promise((resolve) => this.gates.push(() => resolve(this.inner.reserve(charges, now))));
+  }
+  release(charges: readonly Charge[]): Promise<void> {
+    return this.inner.release(charges);
+  }
+  value(key: string, now: number): Promise<number> {
+    return this.inner.value(key, now);
   }
   open(): void {
     for (const go of this.gates.splice(0)) go();
