@@ -1,7 +1,7 @@
 import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fmt, median, percentile } from './stats.js';
 
@@ -63,9 +63,18 @@ async function measureInterleaved(setups: Record<string, string[]>, calls: numbe
   return times;
 }
 
+/** Added p50 (over direct) of toolgate, at most this many times the bare proxy's (issue 15). */
+const TARGETS: Record<string, number> = { 'toolgate (memory counters)': 1.3, 'toolgate (sqlite counters)': 1.8 };
+
 export async function benchLatency(calls = 2000, rounds = Number(process.env.BENCH_ROUNDS ?? 5)): Promise<Record<string, { p50: number; p99: number }>> {
   const dir = mkdtempSync(join(tmpdir(), 'tg-latency-'));
-  const policy = join(dir, 'policy.json');
+  // The databases live apart from the policy, as in a real install (~/.toolgate beside a project's
+  // policy): their WAL writes must not count as policy-file events.
+  const policyDir = join(dir, 'policy');
+  const dataDir = process.env.BENCH_DATA_BESIDE_POLICY ? policyDir : join(dir, 'data');
+  mkdirSync(policyDir);
+  mkdirSync(dataDir, { recursive: true });
+  const policy = join(policyDir, 'policy.json');
   writeFileSync(policy, JSON.stringify({
     version: '1', default: 'deny',
     all_tools: { limits: [{ counter: 'calls', window: 'minute', max: 1e9 }] },
@@ -74,35 +83,46 @@ export async function benchLatency(calls = 2000, rounds = Number(process.env.BEN
       'get-*': {},
     },
   }));
-  const env = { ...process.env, TOOLGATE_HOME: dir, TOOLGATE_LOG_LEVEL: 'error' } as NodeJS.ProcessEnv;
+  const env = { ...process.env, TOOLGATE_HOME: dataDir, TOOLGATE_LOG_LEVEL: 'error' } as NodeJS.ProcessEnv;
+  const toolgate = (state: string, audit: string) =>
+    [process.execPath, ...(process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []), join(ROOT, 'bin/toolgate.js'), 'run', '-p', policy, '--state', state, '--audit', join(dataDir, audit), '--', process.execPath, EVERYTHING];
   const setups: Record<string, string[]> = {
     direct: [process.execPath, EVERYTHING],
     'bare proxy': [process.execPath, join(ROOT, 'bench/bare-proxy.mjs'), process.execPath, EVERYTHING],
-    'toolgate (memory counters)': [process.execPath, join(ROOT, 'bin/toolgate.js'), 'run', '-p', policy, '--state', 'memory:', '--audit', join(dir, 'audit-m.db'), '--', process.execPath, EVERYTHING],
-    'toolgate (sqlite counters)': [process.execPath, join(ROOT, 'bin/toolgate.js'), 'run', '-p', policy, '--state', `sqlite:${join(dir, 'state.db')}`, '--audit', join(dir, 'audit-s.db'), '--', process.execPath, EVERYTHING],
+    'toolgate (memory counters)': toolgate('memory:', 'audit-m.db'),
+    'toolgate (sqlite counters)': toolgate(`sqlite:${join(dataDir, 'state.db')}`, 'audit-s.db'),
   };
+  const ours = Object.keys(setups).filter((n) => n.startsWith('toolgate'));
   const p50s: Record<string, number[]> = {};
   const p99s: Record<string, number[]> = {};
+  /** Per round: toolgate's added p50 over the bare proxy's, both over direct in that same round. */
+  const ratios: Record<string, number[]> = Object.fromEntries(ours.map((n) => [n, []]));
   for (let r = 0; r < rounds; r++) {
     const times = await measureInterleaved(setups, calls, env);
     for (const [name, t] of Object.entries(times)) {
       (p50s[name] ??= []).push(percentile(t, 50));
       (p99s[name] ??= []).push(percentile(t, 99));
     }
+    const direct = p50s.direct[r];
+    for (const name of ours) ratios[name].push((p50s[name][r] - direct) / (p50s['bare proxy'][r] - direct));
   }
   const out: Record<string, { p50: number; p99: number }> = {};
   console.log(`\n${fmt(calls)} sequential tools/call echo over stdio to server-everything, calls interleaved across setups`);
-  console.log(`(policy: default deny, regex deny_if + 2 limits on echo, audit on; median of ${rounds} rounds, ms):`);
+  console.log(`(policy: default deny, regex deny_if + 2 limits on echo, audit on; databases outside the policy's folder; median of ${rounds} rounds, ms; load ${loadavg().map((l) => l.toFixed(2)).join(' ')}):`);
   for (const name of Object.keys(setups)) {
     out[name] = { p50: median(p50s[name]), p99: median(p99s[name]) };
     console.log(`  ${name.padEnd(27)} p50 ${fmt(out[name].p50, 3)}  p99 ${fmt(out[name].p99, 3)}`);
   }
-  const bare = out['bare proxy'].p50 - out.direct.p50;
-  console.log(`  added p50 over direct: bare proxy ${fmt(bare * 1000)} µs (the floor)`);
-  for (const name of Object.keys(setups).filter((n) => n.startsWith('toolgate'))) {
-    const ours = out[name].p50 - out.direct.p50;
-    console.log(`  added p50 over direct: ${name} ${fmt(ours * 1000)} µs → ${fmt(ours / bare, 2)}x the bare proxy's (target <= 1.5x)`);
+  const added = (name: string) => p50s[name].map((p, r) => (p - p50s.direct[r]) * 1000);
+  console.log(`  added p50 over direct, per round (µs): bare proxy ${added('bare proxy').map((a) => fmt(a)).join(' ')} (the floor)`);
+  for (const name of ours) {
+    const rs = ratios[name];
+    const spread = `min ${fmt(Math.min(...rs), 2)} median ${fmt(median(rs), 2)} max ${fmt(Math.max(...rs), 2)}`;
+    const met = median(rs) <= TARGETS[name] ? 'met' : 'NOT met';
+    console.log(`  ${name}: added p50 per round ${added(name).map((a) => fmt(a)).join(' ')} µs; ÷ bare per round ${rs.map((x) => fmt(x, 2)).join(' ')}`);
+    console.log(`    paired ratio ${spread}; target <= ${TARGETS[name]}x (${met} on the median)`);
   }
+  rmSync(dir, { recursive: true, force: true });
   return out;
 }
 

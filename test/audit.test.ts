@@ -4,7 +4,7 @@ import { basename, join } from 'node:path';
 import { describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { AuditLog, maskSecrets } from '../src/audit/index.js';
-import { collectJournals, JOURNAL_MAX_BYTES, journalDirs, journalPrefix } from '../src/audit/journal.js';
+import { collectJournals, JOURNAL_MAX_BYTES, journalDirs, JournalLines, journalPrefix, outcomeLine } from '../src/audit/journal.js';
 import { tempDir } from './helpers/toolgate.js';
 
 function filled(n = 5): { file: string; log: AuditLog } {
@@ -233,5 +233,53 @@ describe('audit hardening (issue 9)', () => {
     assert.equal(rows.length, 2000);
     assert.match(rows[0].tool!, /^x{4096}… \[95905 more characters\]$/);
     log.close();
+  });
+});
+
+describe('audit database', () => {
+  it('a new one has 4 KiB pages (rows come in batches); an existing one keeps its own', () => {
+    const dir = tempDir();
+    const fresh = new AuditLog(join(dir, 'new.db'));
+    fresh.append({ kind: 'start', message: 'x' });
+    fresh.close();
+    const old = new Database(join(dir, 'old.db'));
+    old.pragma('page_size = 1024');
+    old.exec('CREATE TABLE t (x)');
+    old.close();
+    const existing = new AuditLog(join(dir, 'old.db'));
+    existing.append({ kind: 'start', message: 'x' });
+    assert.ok(existing.verify().ok);
+    existing.close();
+    const pages = (f: string) => { const db = new Database(join(dir, f)); try { return db.pragma('page_size', { simple: true }); } finally { db.close(); } };
+    assert.equal(pages('new.db'), 4096);
+    assert.equal(pages('old.db'), 1024);
+  });
+});
+
+describe('journal lines', () => {
+  it('are the JSON of their entry, also when the repeated part changes or needs escaping', () => {
+    const lines = new JournalLines();
+    const base = ['1a-0badcafe-0', '2026-12-01T02:00:00.000Z', 'host:1', 'call', 'srv', 'ci', 's1', 'claude', 'echo', 'allow', '/tools/echo', null, '["message"]', 'h'];
+    const entries = [
+      base,
+      [...base.slice(0, 8), 'wri"te\n', 'deny', '/tools/x', 'Tool "x\u2028" is blocked.', null, null],
+      [...base.slice(0, 6), 'other session', 'cli\\ent', ...base.slice(8)],
+      [...base.slice(0, 4), null, null, null, null, null, null, null, 'policy reloaded', null, 'h2'],
+      base,
+    ];
+    for (const e of entries) assert.equal(lines.line(e), JSON.stringify(e) + '\n');
+  });
+
+  it('timestamps read like toISOString, across seconds', () => {
+    const lines = new JournalLines();
+    for (const ms of [Date.UTC(2026, 11, 1, 2, 3, 4, 5), Date.UTC(2026, 11, 1, 2, 3, 4, 56), Date.UTC(2026, 11, 1, 2, 3, 4, 999), Date.UTC(2026, 11, 1, 2, 3, 5, 0), Date.UTC(2026, 11, 1, 2, 3, 4, 120)]) {
+      assert.equal(lines.timestamp(ms), new Date(ms).toISOString());
+    }
+  });
+
+  it('outcome lines are the JSON of their outcome', () => {
+    for (const o of [{ eventId: 'a-b-1', outcome: 'result', latency: 1.25 }, { eventId: 'a-b-2', outcome: 'is_error', latency: null }]) {
+      assert.equal(outcomeLine(o), JSON.stringify({ o: o.eventId, r: o.outcome, l: o.latency }) + '\n');
+    }
   });
 });

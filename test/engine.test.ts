@@ -419,6 +419,21 @@ describe('limits', () => {
     assert.equal(await counters.value(ownKey, T0), 1, 'the entry limit was not taken by the denied call');
   });
 
+  it('keys a counter by name, window, scope and window start, the same as stored counters always were', async () => {
+    const scopes = ['global', 'server', 'grant', 'session'] as const;
+    const e = engineFor({ version: '1', default: 'allow', tools: { t: { limits: scopes.map((scope) => ({ counter: 'c', window: 'minute', max: 100, scope })) } } });
+    const keys = async (over: Partial<CallContext> = {}) => (await e.decide(ctx('t', {}, over))).charges.map((c) => c.key);
+    const start = T0 - (T0 % 60_000);
+    const first = await keys();
+    assert.deepEqual(first, [`c\x1f60\x1fglobal\x1f${start}`, `c\x1f60\x1fserver\x1fstripe\x1f${start}`, `c\x1f60\x1fgrant\x1fstripe\x1fci\x1f${start}`, `c\x1f60\x1fsession\x1fstripe\x1fs1\x1f${start}`]);
+    const other = await keys({ session: { id: 's2' }, grant: { label: 'ops', tags: [] }, server: { name: 'github' } });
+    assert.deepEqual(other, [`c\x1f60\x1fglobal\x1f${start}`, `c\x1f60\x1fserver\x1fgithub\x1f${start}`, `c\x1f60\x1fgrant\x1fgithub\x1fops\x1f${start}`, `c\x1f60\x1fsession\x1fgithub\x1fs2\x1f${start}`]);
+    assert.deepEqual(await keys(), first, 'the first scope again, after another');
+    assert.deepEqual((await e.decide(ctx('t'))).charges.map((c) => c.local), [false, false, false, true], "only a session's counter is this process's alone");
+    assert.ok((await keys({ now: start + 60_000 })).every((k) => k.endsWith(`\x1f${start + 60_000}`)), 'the next window');
+    assert.ok((await keys({ now: start + 59_999 })).every((k) => k.endsWith(`\x1f${start}`)), 'back in the window before');
+  });
+
   it('settle(false) rolls the reservation back, settle(true) keeps it', async () => {
     const counters = new MemoryCounterStore();
     const e = engineFor(limited({ counter: 'c', window: 'minute', max: 1 }), { counters });

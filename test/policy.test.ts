@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { CompiledPolicy, Engine } from '../src/engine/index.js';
 import { importInterceptPolicy } from '../src/policy/import-intercept.js';
-import { loadPolicyFile, parsePolicyText, policyJsonSchema, validatePolicyObject } from '../src/policy/index.js';
+import { loadPolicyFile, parsePolicyText, policyJsonSchema, validatePolicyObject, watchPolicyFile, type LoadResult } from '../src/policy/index.js';
 import { MemoryCounterStore } from '../src/state/memory.js';
 import { FIXTURES, ROOT } from './helpers/toolgate.js';
 
@@ -125,5 +126,43 @@ describe('Intercept import', () => {
     assert.equal((await call('create_charge', { amount: 100, currency: 'usd' })).verdict, 'allow');
     assert.equal((await call('delete_customer', {})).verdict, 'deny');
     assert.equal((await call('delete_product', {})).rule, '/hide/0');
+  });
+});
+
+describe('policy watcher', () => {
+  const policyText = (tool: string) => JSON.stringify({ version: '1', default: 'deny', tools: { [tool]: {} } });
+  const tools = (r: LoadResult) => (r.ok ? Object.keys(r.policy.tools) : ['(invalid)']);
+
+  it('sees edits in place, replacements by rename (and edits after them), and a file deleted then written again', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tg-watch-'));
+    const file = join(dir, 'policy.json');
+    writeFileSync(file, policyText('a'));
+    const loads: string[][] = [];
+    let heard: () => void = () => {};
+    const stop = watchPolicyFile(file, (r) => { loads.push(tools(r)); heard(); }, 20);
+    const reloadAfter = async (change: () => void, tool: string) => {
+      // The watch does not keep the process alive (toolgate's streams do): this bound does, while waiting.
+      let bound: NodeJS.Timeout | undefined;
+      const next = new Promise<void>((resolve, reject) => {
+        heard = resolve;
+        bound = setTimeout(() => reject(new Error(`no reload to ${tool}`)), 10_000);
+      });
+      change();
+      await next.finally(() => clearTimeout(bound));
+      assert.deepEqual(loads.at(-1), [tool]);
+    };
+    try {
+      await reloadAfter(() => writeFileSync(file, policyText('b')), 'b');
+      await reloadAfter(() => { writeFileSync(join(dir, 'policy.json.tmp'), policyText('c')); renameSync(join(dir, 'policy.json.tmp'), file); }, 'c');
+      await reloadAfter(() => writeFileSync(file, policyText('d')), 'd');
+      await reloadAfter(() => { renameSync(file, join(dir, 'policy.json~')); writeFileSync(file, policyText('e')); }, 'e');
+      await reloadAfter(() => writeFileSync(file, policyText('f')), 'f');
+      await reloadAfter(() => unlinkSync(file), '(invalid)');
+      await reloadAfter(() => writeFileSync(file, policyText('g')), 'g');
+      await reloadAfter(() => writeFileSync(file, policyText('h')), 'h');
+    } finally {
+      stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -151,3 +151,120 @@ describe('the fallback is rare and says so', () => {
     assert.ok(c.evidence.some((e) => e.from === 'server'));
   });
 });
+
+describe('a verb list anywhere in the sentence: the most dangerous listed action decides', () => {
+  check({ name: 'emu-debugger' }, [
+    [{ name: 'emu_threads', description: 'Thread operations: list, get current, or pause/resume/rename' }, 'Write'],
+    [{ name: 'emu_sockets', description: 'List sockets/pipes, get a socket name, or close a socket' }, 'Write'],
+    [{ name: 'emu_image', description: 'Get image info (size, layout, sections) or set entry point' }, 'Write'],
+    [{ name: 'emu_watchpoints', description: 'Unified tool for watchpoint operations (set, get, list, toggle, remove)' }, 'Write'],
+    [{ name: 'emu_exec', description: 'Execution control operations: step into/over, run, get trace info' }, 'Execute'],
+    [{ name: 'emu_frames', description: 'Frame operations: call stack, read raw, get locals' }, 'Read'],
+    [{ name: 'emu_hotfix', description: 'List, apply or restore patches, or export the patched image' }, 'Write'],
+  ]);
+});
+
+describe('a word\'s sense from its shape in the name and the sentence', () => {
+  check({ name: 'crawler' }, [
+    [{ name: 'crawler_links', description: 'Smart link extraction from a page.' }, 'Read'],
+    [{ name: 'crawler_patches', description: 'List the patches published for a site.' }, 'Read'],
+    [{ name: 'csv_to_json', description: 'Turns CSV text into JSON.' }, 'Read'],
+    [{ name: 'sqlToMongo', description: 'Converts a SQL query to a MongoDB filter.' }, 'Read'],
+    [{ name: 'set_custom_user_agent', description: 'Set a custom user agent string for requests.' }, 'Write'],
+    [{ name: 'fetch_gated', description: 'Access blocked or protected pages through a rotating proxy.' }, 'Read'],
+  ]);
+});
+
+describe('destruction is what the call does, not what it avoids', () => {
+  check({ name: 'whiteboard' }, [
+    [{ name: 'add_board_tab', description: 'Append a tab to the board without touching existing tabs, instead of new_board, which wipes everything.' }, 'Write'],
+    [{ name: 'new_board', description: 'DESTRUCTIVE: replaces the entire board, including unsaved sketches.' }, 'Destructive'],
+    [{ name: 'open_board_file', description: 'Open a .board file, replacing the entire workspace with its contents.' }, 'Destructive'],
+    [{ name: 'archive_sketch', description: 'Archive a sketch; this does not permanently remove it.' }, 'Write'],
+  ]);
+});
+
+describe('generating writes when it writes a file', () => {
+  check({ name: 'reports-to-disk' }, [
+    [{ name: 'export_board', description: 'Export the current board to a file (png or svg).' }, 'Write'],
+    [{ name: 'table_export', description: 'Exports a table to a CSV file.' }, 'Write'],
+    [{ name: 'chart_render', description: 'Checks the chart spec and returns a rendered PNG.', inputSchema: obj({ spec: str, outputPath: str }) }, 'Write'],
+    [{ name: 'chart_preview', description: 'Checks the chart spec and returns a rendered PNG.', inputSchema: obj({ spec: str }) }, 'Read'],
+  ]);
+});
+
+describe('a file of statements runs them', () => {
+  check({ name: 'local-dbms' }, [
+    [{ name: 'schema_import', description: 'Imports a SQL dump into a database.' }, 'Execute'],
+    [{ name: 'contacts_import', description: 'Imports contacts from a CSV file into the address book.' }, 'Write'],
+  ]);
+});
+
+describe('browser automation in other words', () => {
+  check({ name: 'scraper-cloud' }, [
+    [{ name: 'cloud_browser', description: 'Hosted browser automation from plain-language steps such as "log in, open settings".' }, 'Execute'],
+    [{ name: 'cloud_fetch', description: 'Fetch one page and return its text.' }, 'Read'],
+  ]);
+});
+
+describe('a call that takes a payment spends money', () => {
+  check({ name: 'agent-registry' }, [
+    [{ name: 'renew_badge', description: 'Renew the badge of this agent for another month.', inputSchema: obj({ payment_tx: str }) }, 'Financial'],
+    [{ name: 'batch_checkin', description: 'Submit liveness check-ins for several agents. One payment covers all of them.' }, 'Financial'],
+    [{ name: 'get_badge', description: 'Get the badge of an agent.', inputSchema: obj({ payment_tx: str }) }, 'Read'],
+  ]);
+});
+
+describe('query languages in other words', () => {
+  check({ name: 'tasks-cloud' }, [
+    [{ name: 'get_items_by_filter', description: 'Get items using filter language, e.g. "today & #work".', inputSchema: obj({ query: str }) }, 'Execute'],
+    [{ name: 'crm_search_all', description: 'Search across records using SOSL (Salesforce Object Search Language).' }, 'Execute'],
+    [{ name: 'list_tickets', description: 'List tickets in a board.', inputSchema: obj({ board: str, wiql: str }) }, 'Execute'],
+    [{ name: 'sql_to_filter', description: 'Converts a SQL statement to a filter object.', inputSchema: obj({ sql: str }) }, 'Read'],
+    [{ name: 'list_items', description: 'List items.', inputSchema: obj({ lang: { type: 'string', description: 'The search language of the results' } }) }, 'Read'],
+  ]);
+});
+
+describe('destruction through a mode or an option', () => {
+  check({ name: 'planner' }, [
+    [{ name: 'clear_all_notes', description: 'Clear notes and reset the board.' }, 'Destructive'],
+    [{ name: 'clear_filter', description: 'Clear the current filter.' }, 'Write'],
+    [{ name: 'digest_history', description: 'Summarize the history of a card.', inputSchema: obj({ card: str, delete_raw: { type: 'boolean' } }) }, 'Destructive'],
+    [{ name: 'save_plan', description: 'Save the plan.', inputSchema: obj({ writeMode: { type: 'string', enum: ['append', 'overwrite', 'merge'] } }) }, 'Destructive'],
+    [{ name: 'shrink_card_notes', description: 'Shrink notes for a finished card. Removes the long notes but keeps the summaries.' }, 'Destructive'],
+  ]);
+});
+
+describe('the description picks among the name\'s verbs', () => {
+  check({ name: 'crm-mcp' }, [
+    [{ name: 'crm_read_webhook_trigger', description: 'Read webhook triggers of the org.' }, 'Read'],
+    [{ name: 'crm_write_webhook_trigger', description: 'Create or update a webhook trigger.' }, 'Write'],
+    [{ name: 'crm_interact_stop', description: 'Stop an interaction session and free its resources.' }, 'Write'],
+    [{ name: 'continue_editing', description: 'Continue editing the most recent drawing with a new prompt.' }, 'Write'],
+    [{ name: 'get_attachment', description: 'Download an attachment and save it to the local disk.' }, 'Write'],
+  ]);
+});
+
+describe('money documents and kept artefacts', () => {
+  check({ name: 'ledger-books', instructions: 'Bookkeeping for a small company.' }, [
+    [{ name: 'create_credit_memo', description: 'Create a credit memo for a customer.' }, 'Financial'],
+    [{ name: 'record_sale', description: 'Record a cash sale to a customer.' }, 'Financial'],
+    [{ name: 'add_expense', description: 'Add an expense paid by card.' }, 'Financial'],
+    [{ name: 'create_contact_note', description: 'Create a note on a contact.' }, 'Write'],
+  ]);
+  check({ name: 'proposals' }, [
+    [{ name: 'create_estimate', description: 'Create an estimate for a client.' }, 'Write'],
+    [{ name: 'update_estimate', description: 'Update an estimate.' }, 'Write'],
+  ]);
+  check({ name: 'shipping-calc' }, [
+    [{ name: 'create_estimate', description: 'Create a shipping estimate for a parcel.' }, 'Read'],
+  ]);
+});
+
+describe('nouns that look like verbs', () => {
+  check({ name: 'toolkit-docs' }, [
+    [{ name: 'onboarding_guide', description: 'Mandatory first step. Returns the guide for this API.' }, 'Read'],
+    [{ name: 'setup_guide', description: 'Step 1: read this guide before calling other tools.' }, 'Read'],
+    [{ name: 'turn_feedback', description: 'Report how well the tools worked this turn.' }, 'Write'],
+  ]);
+});

@@ -31,6 +31,9 @@ const stores: [string, () => StateStore][] = [
   ['memory', () => openMemoryState()],
   ['sqlite', () => openSqliteState(join(tempDir(), 'state.db'))],
   ['redis', () => openRedisState(`${redis.url}/0?prefix=${freshPrefix()}`)],
+  // What openState gives: sessions' counters in memory in front of the shared store.
+  ['sqlite (openState)', () => openState(`sqlite:${join(tempDir(), 'state.db')}`)],
+  ['redis (openState)', () => openState(`${redis.url}/0?prefix=${freshPrefix()}`)],
 ];
 
 for (const [name, open] of stores) {
@@ -259,6 +262,63 @@ for (const [name, open] of stores) {
     });
   });
 }
+
+describe("a session's counters in memory, in front of a shared store", () => {
+  const local = (key: string, max: number, amount = 1): Charge => ({ ...charge(key, max, amount), local: true });
+  const shared: [string, () => StateStore][] = [
+    ['sqlite', () => openState(`sqlite:${join(tempDir(), 'state.db')}`)],
+    ['redis', () => openState(`${redis.url}/0?prefix=${freshPrefix()}`)],
+  ];
+  for (const [name, open] of shared) {
+    it(`${name}: takes a call's local and shared charges all or none, naming the one that failed`, async () => {
+      const s = open();
+      assert.equal(await s.counters.reserve([charge('g', 2), local('sess', 1)], NOW), -1);
+      assert.equal(await s.counters.reserve([charge('g', 2), local('sess', 1)], NOW), 1, 'the session limit');
+      assert.equal(await s.counters.value('g', NOW), 1, 'the shared charge was not taken');
+      assert.equal(await s.counters.reserve([local('sess2', 5), charge('g', 1), local('sess3', 5)], NOW), 1, 'the shared limit, by its own index');
+      assert.equal(await s.counters.value('sess2', NOW), 0, 'local charges given back');
+      assert.equal(await s.counters.value('sess3', NOW), 0);
+      await s.counters.release([charge('g', 2), local('sess', 1)]);
+      assert.equal(await s.counters.value('sess', NOW), 0);
+      assert.equal(await s.counters.value('g', NOW), 0);
+      await s.close();
+    });
+  }
+
+  for (const [name, open] of shared) {
+    it(`${name}: the kill switch is read in the shared reservation, also when every charge is local`, async () => {
+      const s = open();
+      await s.flags.setKillSwitch('srv', true);
+      assert.equal(await s.counters.reserveUnlessKilled!('srv', [local('sess', 5)], NOW), KILLED);
+      assert.equal(await s.counters.reserveUnlessKilled!('srv', [local('sess', 5), charge('g', 5)], NOW), KILLED);
+      assert.equal(await s.counters.value('sess', NOW), 0, 'nothing taken');
+      assert.equal(await s.counters.value('g', NOW), 0);
+      assert.equal(await s.counters.reserveUnlessKilled!('other', [local('sess', 5), charge('g', 5)], NOW), -1);
+      assert.equal(await s.counters.value('sess', NOW), 1);
+      await s.close();
+    });
+  }
+
+  it('keeps local counters out of the shared file: another process sees only the shared ones', async () => {
+    const file = join(tempDir(), 'split.db');
+    const s = openState(`sqlite:${file}`);
+    assert.equal(await s.counters.reserve([charge('shared', 5, 2), local('mine', 5, 3)], NOW), -1);
+    const other = openSqliteState(file);
+    assert.equal(await other.counters.value('shared', NOW), 2);
+    assert.equal(await other.counters.value('mine', NOW), 0);
+    assert.equal(await s.counters.value('mine', NOW), 3);
+    await Promise.all([s.close(), other.close()]);
+  });
+
+  it('gives local charges back when the shared store fails', async () => {
+    const { LocalFirstCounters } = await import('../src/state/local-counters.js');
+    const broken = new LocalFirstCounters({ reserve: () => { throw new Error('disk I/O error'); }, release: async () => {}, value: async () => 0 });
+    assert.throws(() => broken.reserve([local('sess', 1), charge('g', 5)], NOW), /disk I\/O error/);
+    const rejecting = new LocalFirstCounters({ reserve: async () => { throw new Error('redis gone'); }, release: async () => {}, value: async () => 0 });
+    await assert.rejects(async () => rejecting.reserve([local('sess', 1), charge('g', 5)], NOW), /redis gone/);
+    for (const c of [broken, rejecting]) assert.equal(await c.value('sess', NOW), 0, 'the session unit is back');
+  });
+});
 
 describe('sqlite state across processes', () => {
   it('two processes on one file together never exceed the limit', async () => {

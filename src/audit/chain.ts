@@ -3,9 +3,12 @@ import type Database from 'better-sqlite3';
 import { canonicalJson, sha256 } from '../policy/load.js';
 import { maskSecrets } from './mask.js';
 
-/** One journal line: the row's fields in a fixed order (a short array is cheaper to write than an object). */
+/**
+ * One journal line: the row's fields in a fixed order (a short array is cheaper to write than an
+ * object): event_id, ts, instance, kind, server, grant_label, session, client, tool, decision,
+ * rule, message, arg_keys, policy_hash.
+ */
 export type JournalEntry = (string | null)[];
-const JOURNAL_FIELDS = ['event_id', 'ts', 'instance', 'kind', 'server', 'grant_label', 'session', 'client', 'tool', 'decision', 'rule', 'message', 'arg_keys', 'policy_hash'] as const;
 
 export interface Outcome { eventId: string; outcome: string; latency: number | null }
 
@@ -20,8 +23,6 @@ export interface Batch {
   outcomes: Outcome[];
   journal?: string;
 }
-
-type Row = Record<string, string | number | null>;
 
 /** Row hashes remembered for outcomes still to come; beyond this the oldest are looked up again in the database. */
 const REMEMBERED_MAX = 4096;
@@ -38,10 +39,12 @@ export function outcomeHash(hash: string, outcome: string, latency: number | nul
   return sha256(`${hash}\n${outcome}\n${latency ?? ''}`);
 }
 
-function rowOf(entry: JournalEntry): Row {
-  const row: Row = { args_sha256: null, args: null };
-  JOURNAL_FIELDS.forEach((f, i) => { row[f] = entry[i] ?? null; });
-  return row;
+/** The hash of a row still in its journal form (`rowHash` of the row it becomes), without making the row. */
+function entryHash(prev: string, e: JournalEntry, argsSha: string | null, args: string | null): string {
+  return sha256(prev + '\n' + JSON.stringify([
+    e[1] ?? null, e[2] ?? null, e[3] ?? null, e[4] ?? null, e[5] ?? null, e[6] ?? null, e[7] ?? null,
+    e[8] ?? null, e[9] ?? null, e[10] ?? null, e[11] ?? null, e[12] ?? null, argsSha, args, e[13] ?? null,
+  ]));
 }
 
 export function createAuditTables(db: Database.Database): void {
@@ -63,7 +66,7 @@ export function createAuditTables(db: Database.Database): void {
  * of rows from earlier batches are sealed onto them. The batch's journal goes once it is stored.
  */
 export class ChainWriter {
-  private readonly run: (rows: Row[], awaiting: boolean[], outcomes: Outcome[]) => void;
+  private readonly run: (batch: Batch, argsSha: (string | null)[], argValues: (string | null)[]) => void;
   /**
    * Row hashes of forwarded calls whose outcome has not arrived yet, oldest first, at most
    * REMEMBERED_MAX (a denial has no outcome to wait for, so it is never here).
@@ -73,23 +76,30 @@ export class ChainWriter {
   constructor(db: Database.Database) {
     createAuditTables(db);
     const last = db.prepare<[], { hash: string }>('SELECT hash FROM audit_head WHERE one = 1');
+    // Positional parameters: a journal entry's fields, with the arguments' hash and values before policy_hash.
     const insert = db.prepare(`INSERT OR IGNORE INTO audit (event_id, ts, instance, kind, server, grant_label, session, client, tool, decision, rule, message, arg_keys, args_sha256, args, policy_hash, prev_hash, hash, outcome, latency_ms, outcome_hash)
-      VALUES (@event_id, @ts, @instance, @kind, @server, @grant_label, @session, @client, @tool, @decision, @rule, @message, @arg_keys, @args_sha256, @args, @policy_hash, @prev_hash, @hash, @outcome, @latency_ms, @outcome_hash)`);
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
     const head = db.prepare('INSERT INTO audit_head (one, id, hash) VALUES (1, ?, ?) ON CONFLICT (one) DO UPDATE SET id = excluded.id, hash = excluded.hash');
     const finish = db.prepare('UPDATE audit SET outcome = ?, latency_ms = ?, outcome_hash = ? WHERE event_id = ?');
     const hashOf = db.prepare<[string], { hash: string }>('SELECT hash FROM audit WHERE event_id = ?');
-    this.run = db.transaction((rows: Row[], awaiting: boolean[], outcomes: Outcome[]) => {
-      const known = new Map(outcomes.map((o) => [o.eventId, o]));
+    this.run = db.transaction((batch: Batch, argsSha: (string | null)[], argValues: (string | null)[]) => {
+      const known = new Map(batch.outcomes.map((o) => [o.eventId, o]));
       let prev = last.get()?.hash ?? GENESIS;
       let lastId = 0;
-      for (const [i, row] of rows.entries()) {
-        const hash = rowHash(prev, row);
-        const o = known.get(row.event_id as string);
-        if (o) known.delete(o.eventId);
-        const info = insert.run({ ...row, prev_hash: prev, hash, outcome: o?.outcome ?? null, latency_ms: o?.latency ?? null, outcome_hash: o ? outcomeHash(hash, o.outcome, o.latency) : null });
+      for (let i = 0; i < batch.entries.length; i++) {
+        const e = batch.entries[i];
+        const eventId = e[0]!;
+        const hash = entryHash(prev, e, argsSha[i], argValues[i]);
+        const o = known.get(eventId);
+        if (o) known.delete(eventId);
+        const info = insert.run(
+          eventId, e[1] ?? null, e[2] ?? null, e[3] ?? null, e[4] ?? null, e[5] ?? null, e[6] ?? null, e[7] ?? null, e[8] ?? null,
+          e[9] ?? null, e[10] ?? null, e[11] ?? null, e[12] ?? null, argsSha[i], argValues[i], e[13] ?? null,
+          prev, hash, o?.outcome ?? null, o?.latency ?? null, o ? outcomeHash(hash, o.outcome, o.latency) : null,
+        );
         if (info.changes === 0) continue; // replayed from a journal, already stored
         lastId = Number(info.lastInsertRowid);
-        if (!o && awaiting[i]) this.remember(row.event_id as string, hash);
+        if (!o && batch.awaiting[i]) this.remember(eventId, hash);
         prev = hash;
       }
       if (lastId) head.run(lastId, prev);
@@ -112,16 +122,15 @@ export class ChainWriter {
   }
 
   write(batch: Batch): void {
-    const rows = batch.entries.map((entry, i) => {
-      const row = rowOf(entry);
+    const argsSha: (string | null)[] = new Array(batch.entries.length).fill(null);
+    const argValues: (string | null)[] = new Array(batch.entries.length).fill(null);
+    for (let i = 0; i < batch.entries.length; i++) {
       const args = batch.args[i];
-      if (args) {
-        row.args_sha256 = sha256(canonicalJson(args));
-        if (batch.storeArgValues[i]) row.args = JSON.stringify(maskSecrets(args));
-      }
-      return row;
-    });
-    this.run(rows, batch.awaiting, batch.outcomes);
+      if (!args) continue;
+      argsSha[i] = sha256(canonicalJson(args));
+      if (batch.storeArgValues[i]) argValues[i] = JSON.stringify(maskSecrets(args));
+    }
+    this.run(batch, argsSha, argValues);
     if (batch.journal) {
       try { unlinkSync(batch.journal); } catch (err) { if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err; /* collected by another toolgate */ }
     }

@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { closeSync, openSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import type Database from 'better-sqlite3';
+import Database from 'better-sqlite3';
 import { closeDatabase, openDatabase } from '../state/sqlite.js';
 import { ChainWriter, GENESIS, outcomeHash, rowHash, type Batch, type JournalEntry, type Outcome } from './chain.js';
-import { alive, collectJournals, JOURNAL_MAX_BYTES, journalDirs, journalHeader, journalPrefix, outcomeLine } from './journal.js';
+import { alive, collectJournals, JOURNAL_MAX_BYTES, journalDirs, journalHeader, JournalLines, journalPrefix, outcomeLine } from './journal.js';
 
 export type AuditDecision = 'allow' | 'deny' | 'shadow_deny' | 'approval_requested' | 'approved' | 'rejected' | 'timeout' | 'unused' | 'error';
 export type AuditKind = 'call' | 'approval' | 'policy_reload' | 'kill_switch' | 'start' | 'stop' | 'auth' | 'grant' | 'pin';
@@ -110,6 +110,28 @@ const FIELD_MAX = 4096;
 const cut = (s: string | undefined): string | null =>
   s === undefined ? null : s.length <= FIELD_MAX ? s : `${s.slice(0, FIELD_MAX)}… [${s.length - FIELD_MAX} more characters]`;
 
+/**
+ * A new audit database gets 4 KiB pages: its rows are written in batches, and bigger pages halve a
+ * batch's cost (fewer WAL frames to write; 17 against 35 µs of CPU per row). openDatabase's 1 KiB
+ * pages suit the state store, which writes one small row at a time. The page size is fixed once
+ * the file exists, so this only happens before openDatabase first creates it.
+ */
+function createAuditDatabase(file: string): void {
+  if (file === ':memory:' || existsSync(file)) return;
+  try {
+    mkdirSync(dirname(file), { recursive: true });
+    const db = new Database(file);
+    try {
+      db.pragma('page_size = 4096');
+      db.pragma('journal_mode = WAL');
+    } finally {
+      db.close();
+    }
+  } catch {
+    // openDatabase, next, says what is wrong with the file.
+  }
+}
+
 const FLUSH_EVERY_MS = 50;
 const FLUSH_AT = 256;
 
@@ -183,7 +205,9 @@ export class AuditLog {
   private thread?: ThreadWriter;
   private readonly journalDir: string;
   private readonly journalPrefix: string;
+  private readonly header: string;
   private journal: { path: string; fd: number; bytes: number } | null = null;
+  private readonly lines = new JournalLines();
   private journalSeq = 0;
   private pending: PendingRow[] = [];
   private readonly nonce = randomUUID().slice(0, 8);
@@ -194,9 +218,11 @@ export class AuditLog {
   private readonly listeners = new Set<(e: LiveAuditEvent) => void>();
 
   constructor(private readonly file: string, private readonly opts: AuditLogOptions = {}) {
+    createAuditDatabase(file);
     this.db = openDatabase(file);
     this.inline = new ChainWriter(this.db);
     this.journalPrefix = journalPrefix(file);
+    this.header = journalHeader(file);
     const dirs = journalDirs(file);
     this.journalDir = dirs[0];
     // The journals of processes that died: this log's are replayed here, others' into their own database.
@@ -207,13 +233,13 @@ export class AuditLog {
     const eventId = this.idPrefix + (this.seq++).toString(36);
     const keys = e.args ? JSON.stringify(Object.keys(e.args)) : null;
     const entry: JournalEntry = [
-      eventId, new Date().toISOString(), this.instance, e.kind, cut(e.server), cut(e.grant), cut(e.session),
+      eventId, this.lines.timestamp(Date.now()), this.instance, e.kind, cut(e.server), cut(e.grant), cut(e.session),
       cut(e.client), cut(e.tool), e.decision ?? null, cut(e.rule), cut(e.message),
       keys !== null && keys.length > FIELD_MAX ? cut(keys) : keys, e.policyHash ?? null,
     ];
     // The journal line is what survives kill -9: the call, its tool, decision and argument keys.
     // Hashing the arguments waits for the batch, off the path of the call.
-    this.journalWrite(JSON.stringify(entry) + '\n');
+    this.journalWrite(this.lines.line(entry));
     this.pending.push({ entry, args: e.args, storeArgValues: e.storeArgValues, awaitsOutcome: e.awaitsOutcome });
     this.scheduleOrRotate();
     if (this.listeners.size > 0) this.tell(entry, e);
@@ -255,8 +281,8 @@ export class AuditLog {
 
   /** Each batch has its own journal file, removed once the batch is stored. */
   private journalWrite(line: string): void {
-    this.journal ??= this.openJournal();
-    this.journal.bytes += writeSync(this.journal.fd, line);
+    if (this.journal) this.journal.bytes += writeSync(this.journal.fd, line);
+    else this.journal = this.openJournal(line);
   }
 
   /** A full journal's batch is stored at once (so a journal stays small); else on the timer. */
@@ -287,11 +313,11 @@ export class AuditLog {
     }
   }
 
-  /** A new journal starts with the name of its database, so any toolgate can replay it there. */
-  private openJournal(): { path: string; fd: number; bytes: number } {
+  /** A new journal starts with the name of its database, so any toolgate can replay it there; written with its first line, in one write. */
+  private openJournal(line: string): { path: string; fd: number; bytes: number } {
     const path = join(this.journalDir, `${this.journalPrefix}${process.pid}-${this.nonce}-${this.journalSeq++}`);
     const fd = openSync(path, 'a', 0o600);
-    return { path, fd, bytes: writeSync(fd, journalHeader(this.file)) };
+    return { path, fd, bytes: writeSync(fd, this.header + line) };
   }
 
   /** Hands pending rows and outcomes to the writer (a worker thread with `background`). */

@@ -4,7 +4,7 @@ import type { ApproveRule, Limit, Policy, Rule, ToolEntry } from '../policy/sche
 import { compileAll, type Predicate } from './conditions.js';
 import { globToRegExp, isGlob } from './glob.js';
 import { skeleton } from './names.js';
-import { windowSeconds } from './windows.js';
+import { CounterKeys, windowSeconds } from './windows.js';
 
 export interface CompiledRule {
   pointer: string;
@@ -20,6 +20,8 @@ export interface CompiledLimit {
   scope: Limit['scope'];
   increment?: { path: string; steps: Step[] };
   message?: string;
+  /** The limit's counter keys, per scope and window (made once, not per call). */
+  keys: CounterKeys;
 }
 
 export interface CompiledEntry {
@@ -104,14 +106,16 @@ function limits(list: readonly Limit[], at: string[]): CompiledLimit[] {
       if (typeof steps === 'string') throw new Error(steps);
       increment = { path: l.increment_from, steps };
     }
+    const seconds = windowSeconds(l.window);
     return {
       pointer: pointerOf([...at, i]),
       counter: l.counter,
-      seconds: windowSeconds(l.window),
+      seconds,
       max: l.max,
       scope: l.scope,
       increment,
       message: l.on_deny,
+      keys: new CounterKeys(l.counter, seconds, l.scope),
     };
   });
 }

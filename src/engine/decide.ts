@@ -156,15 +156,6 @@ export class Engine {
     return { verdict: 'allow', rule: entry.pointer, entry };
   }
 
-  private scopeKey(limit: CompiledLimit, ctx: CallContext): string {
-    switch (limit.scope) {
-      case 'grant': return `grant\x1f${ctx.server.name}\x1f${ctx.grant.label}`;
-      case 'session': return `session\x1f${ctx.server.name}\x1f${ctx.session.id}`;
-      case 'server': return `server\x1f${ctx.server.name}`;
-      case 'global': return 'global';
-    }
-  }
-
   private limitsOf(e: Evaluation): readonly CompiledLimit[] {
     return e.limits ?? (e.entry ? e.entry.checks.limits : this.policy.allTools.limits);
   }
@@ -183,10 +174,8 @@ export class Engine {
           return deny(l.pointer, `This call needs ${l.increment.path} as a non-negative number in plain decimal digits (it counts against the "${l.counter}" limit).`);
         }
       }
-      const size = l.seconds * 1000;
-      const start = ctx.now - (ctx.now % size);
-      const name = `${l.counter}\x1f${l.seconds}\x1f${this.scopeKey(l, ctx)}`;
-      out[i] = { key: `${name}\x1f${start}`, amount, max: l.max, expiresAt: start + size, window: { name, ms: size } };
+      const slot = l.keys.slot(ctx.server.name, ctx.grant.label, ctx.session.id, ctx.now);
+      out[i] = { key: slot.key, amount, max: l.max, expiresAt: slot.start + slot.window.ms, window: slot.window, local: slot.local };
     }
     return out;
   }

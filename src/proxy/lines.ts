@@ -8,7 +8,18 @@ export function readLines(stream: Readable, onLine: (line: string) => void, onOv
   let buffered: Buffer[] = [];
   let size = 0;
   let skipping = false;
+  const emit = (line: string) => {
+    const trimmed = line.endsWith('\r') ? line.slice(0, -1) : line;
+    if (trimmed.trim() !== '') onLine(trimmed);
+  };
   stream.on('data', (chunk: Buffer) => {
+    // The usual chunk: whole lines (one message, or a few). Decoded once and split as text; a
+    // newline byte is never part of a multi-byte UTF-8 character, so this splits where bytes would.
+    if (buffered.length === 0 && !skipping && chunk.length > 0 && chunk[chunk.length - 1] === 10) {
+      const text = chunk.toString('utf8');
+      for (let start = 0, nl = text.indexOf('\n'); nl !== -1; start = nl + 1, nl = text.indexOf('\n', start)) emit(text.slice(start, nl));
+      return;
+    }
     let start = 0;
     for (;;) {
       const nl = chunk.indexOf(10, start);
@@ -29,11 +40,9 @@ export function readLines(stream: Readable, onLine: (line: string) => void, onOv
         skipping = false;
       } else {
         const part = chunk.subarray(start, nl);
-        const line = buffered.length === 0 ? part.toString('utf8') : Buffer.concat([...buffered, part]).toString('utf8');
+        emit(buffered.length === 0 ? part.toString('utf8') : Buffer.concat([...buffered, part]).toString('utf8'));
         buffered = [];
         size = 0;
-        const trimmed = line.endsWith('\r') ? line.slice(0, -1) : line;
-        if (trimmed.trim() !== '') onLine(trimmed);
       }
       start = nl + 1;
     }

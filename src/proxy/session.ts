@@ -323,6 +323,11 @@ export class PolicySession {
   }
 
   private decided(id: Id, key: string, message: Json, ctx: CallContext, pending: Pending, decision: Decision): void {
+    if (this.pending.get(key) !== pending) {
+      // Answered while the decision was pending (the upstream closed): only give back what it took.
+      this.finish({ method: 'tools/call', started: ctx.now, decision }, 'unreachable', false);
+      return;
+    }
     const seconds = (this.now() - ctx.now) / 1000;
     const held = decision.verdict === 'approve' && decision.enforced && this.opts.approvals;
     if (held) this.hold(id, key, message, ctx, pending, decision);

@@ -99,11 +99,12 @@ export class StdioUpstream implements Upstream {
   send(message: Json): Promise<void> {
     const stdin = this.child.stdin;
     if (!stdin?.writable) return Promise.reject(new NotDelivered('the server process is not running'));
-    // The first message of an event-loop turn goes out at once; more in the same turn (a busy
-    // gateway) are held to the turn's end and go out in one write, one wake-up of the server.
+    // The first message of a callback goes out at once; more from the same callback (a chunk of
+    // several lines, a busy gateway) are held to its end and go out in one write, one wake-up of
+    // the server. The end is a nextTick, not a setImmediate: no extra turn of the event loop per call.
     if (!this.turn) {
       this.turn = true;
-      setImmediate(() => {
+      process.nextTick(() => {
         this.turn = false;
         if (stdin.writableCorked) stdin.uncork();
       });

@@ -1,7 +1,7 @@
 import {
   AGENT_NAMES, AMBIGUOUS, ARTEFACT_NOUNS, CONTEXT_MONEY_NOUNS, DEPLOY_SERVER, METERED_NOUNS, DETACHABLE_NOUNS, EXEC_NOUNS, EXEC_PROSE,
-  HTTP_METHODS, isNoun, LIGHT_NOUNS, lookupVerb, MAKING_VERBS, MONEY_MOVES, MONEY_NOUNS, MONEY_SERVER,
-  MONEY_VERBS_ON_OBJECT, PHRASES, PICTURE_NOUNS, PROCESS_NOUNS, PROTECTION_NOUNS, QUERY_LANGUAGE, REPORT_NOUNS,
+  EDIT_NOUNS, HTTP_METHODS, isNoun, LANGUAGE_PARAM, LIGHT_NOUNS, lookupVerb, MAKING_VERBS, movesMoney, MONEY_NOUNS, MONEY_SERVER,
+  MONEY_VERBS_ON_OBJECT, PAYMENT_PARAM, PHRASES, PICTURE_NOUNS, PROCESS_NOUNS, PROTECTION_NOUNS, QUERY_LANGUAGE, REPORT_NOUNS,
 } from './lexicon.js';
 import { article, capitalise, gerund, needsArticle, nounPhrase } from './prose.js';
 import { signalsOf } from './signals.js';
@@ -35,6 +35,8 @@ interface Action {
 /** What the server as a whole says, computed once per server. */
 export interface ServerProfile {
   browser: boolean;
+  /** Nouns the sibling tools edit or delete: making one of those is a change to kept state, not a result handed back. */
+  kept: Set<string>;
   /** Money is the server's business (payments, billing, an exchange, a wallet). */
   money: boolean;
   /** The server deploys applications (GitOps, CD): a sync there is a deployment. */
@@ -45,26 +47,53 @@ export interface ServerProfile {
 
 interface Context {
   browser: boolean;
+  kept: Set<string>;
   money: boolean;
   deploy: boolean;
   description: string;
   sql: boolean;
   serverWords: Set<string>;
+  /** The nouns of the tool's name: what a description's bare verb list ("set, get, remove") acts on. */
+  nameNouns: () => string[];
+  /** The description says the input is written in a query language (computed on first use). */
+  languageInput: () => boolean;
+  /** The verb the description opens with, if it opens with one (computed on first use). */
+  leadVerb: () => { base: string; category: Category } | undefined;
 }
 
-const COMPOUND_NOUNS: [string, string][] = [['merge', 'request'], ['pull', 'request'], ['merge', 'requests'], ['pull', 'requests'], ['sign', 'in'], ['payment', 'method'], ['auto', 'renewal'], ['commit', 'message']];
+const COMPOUND_NOUNS: [string, string][] = [['call', 'stack'], ['user', 'agent'], ['merge', 'request'], ['pull', 'request'], ['merge', 'requests'], ['pull', 'requests'], ['sign', 'in'], ['payment', 'method'], ['auto', 'renewal'], ['commit', 'message']];
 const FLUFF = /^(?:this (?:tool|function|endpoint) (?:will |can |is used to |lets you |allows you to )?|use this (?:tool )?to |tool (?:to|for) |allows? (?:you |the agent |users )?to |helps? (?:you )?(?:to )?|lets you |used to |a tool (?:to|that|for) |you can |(?:an? )?(?:simple |powerful )?(?:tool|utility|function) (?:to|that|for) )/i;
 const BROWSER_SERVER = /playwright|puppeteer|browser|chrome|devtools|selenium|webdriver/;
-const SAVES_TO_DISK = /\b(will be saved|are saved|is saved|output ?dir(?:ectory)?|saves (?:it |them |the \w+ )?(?:to|as|in) (?:a |the )?(?:file|disk|folder|directory|path)|writes (?:it |them |the \w+ )?to (?:a |the )?(?:file|disk))\b/;
-const AGENT_PROSE = /^(?:an? )?(?:autonomous|ai|coding|code)?[\w -]{0,24} (?:agent|assistant)\b/;
+const SAVES_TO_DISK = /\b((?:exports?|saves?|writes?|dumps?) (?:[\w.-]+ ){0,5}?to (?:a |an |the )?(?:[\w.-]+ )?(?:file|disk|folder|directory|path)\b|will be saved|are saved|is saved|output ?dir(?:ectory)?|saves (?:it |them |the \w+ )?(?:to|as|in) (?:a |the )?(?:file|disk|folder|directory|path)|writes (?:it |them |the \w+ )?to (?:a |the )?(?:file|disk))\b/;
+const AGENT_PROSE = /^(?:an? )?(?:autonomous|ai|coding|code)?[\w -]{0,24}(?<!\buser|\bhttp) (?:agent|assistant)\b/;
 const SQL_CONTEXT = /\b(sql|select [\w*]+ from|postgres\w*|mysql|sqlite|database query|read-only query)\b/;
 /** Prose that makes a change permanent: removed "permanently", work discarded. */
 const IRREVERSIBLE = /\b(permanently|irreversibl[ey]|cannot be undone|can ?not be (?:undone|recovered|reversed)|can't be undone|unrecoverable|no way to undo|hard reset|discard(?:s|ing)? (?:all |any |local |your )?(?:uncommitted |unsaved |local )?(?:changes|work|modifications|commits)|(?:changes|work) (?:will be|are) lost|wipes?|erases?|purges?)\b/;
-const ACTION_PARAM = /^(action|actions|operation|operations|op|mode|command|subcommand|cmd|method_name)$/i;
+/** Prose that says the call replaces a whole document, whatever its verb: the old one is gone. */
+const REPLACES_WHOLE = /(?<![\w-])(?:destructive\s*[:!]|replac(?:es|ing) (?:the )?(?:entire|whole) (?:document|diagram|workspace|project|canvas|board|database|model|graph|sheet|workbook|notebook)\b)/;
+/** Words that turn what follows into what the call does *not* do ("without touching", "instead of X, which wipes"). */
+const NEGATED = /\b(?:without|instead of|unlike|rather than|not|never|no|doesn't|won't|don't)\b/;
+
+/** The first mention of `re` in `text` that the sentence does not negate or contrast away. */
+function affirmed(re: RegExp, text: string): string | undefined {
+  if (!re.test(text)) return undefined;
+  const global = new RegExp(re.source, 'g');
+  for (let m = global.exec(text); m; m = global.exec(text)) {
+    const start = Math.max(0, m.index - 60);
+    const before = text.slice(start, m.index);
+    const clause = before.slice(Math.max(before.lastIndexOf('. '), before.lastIndexOf('; '), before.lastIndexOf('\n')) + 1);
+    if (!NEGATED.test(clause)) return m[0];
+  }
+  return undefined;
+}
+
+const ACTION_PARAM = /^(?:action|actions|operation|operations|op|mode|command|subcommand|cmd|method_name|\w+_(?:action|operation|mode)|[a-z]+(?:Action|Operation|Mode))$/;
 const FORCE_PARAM = /^(force|hard|permanent|permanently|purge|force_delete|hard_delete|forced)$/i;
 /** Verbs a force option turns into a destruction (a force push rewrites history; a forced checkout discards changes). */
 const FORCEABLE = new Set(['push', 'reset', 'checkout', 'restore', 'revert', 'clean', 'switch', 'rebase', 'overwrite', 'sync', 'pull']);
 const OUTPUT_FILE_PARAM = /^(output_?path|output_?file|save_?path|save_?to|out_?file|output_?dir(ectory)?|output_?filename)$/i;
+
+const COMPOUND_HEADS = new Set(COMPOUND_NOUNS.map(([a]) => a));
 
 function joinCompounds(words: string[]): string[] {
   const out: string[] = [];
@@ -76,6 +105,7 @@ function joinCompounds(words: string[]): string[] {
 }
 
 interface Sentence { text: string; lower: string }
+const HEADING = /^[\w -]{0,40}\b(?:operations|actions|commands|functions|tools|utilities|management|helpers):\s/i;
 const sentences = new Map<string, Sentence>();
 
 /** The first sentence, without markdown, as written and lower-cased (memoised: rationale and evidence quote it too). */
@@ -83,7 +113,10 @@ function firstSentence(text: string): Sentence {
   let out = sentences.get(text);
   if (out === undefined) {
     const clean = text.slice(0, 600).replace(/[*`#>_]+/g, ' ').replace(/\s+/g, ' ').trim();
-    const end = clean.search(/[.!?:;\n](\s|$)/);
+    // "Stack operations: call stack, read raw" — a heading's colon opens the sentence that says what it does.
+    const heading = HEADING.exec(clean)?.[0].length ?? 0;
+    const found = clean.slice(heading).search(/[.!?:;\n](\s|$)/);
+    const end = found < 0 ? found : found + heading;
     const first = (end > 0 ? clean.slice(0, end) : clean).slice(0, 240);
     const rest = end > 0 ? clean.slice(end + 1).trim() : '';
     out = { text: first, lower: first.toLowerCase() };
@@ -126,7 +159,7 @@ function refine(verb: string, base: Category, objects: string[], ctx: Context, p
   }
   if ((MONEY_VERBS_ON_OBJECT[verb] || (ctx.money && METERED_VERBS.has(verb))) && objects.length > 0) {
     const money = (o: string) => isMoney(o, verb, ctx);
-    const moneyHead = money(direct) || (['link', 'item', 'intent', 'session', 'charge', 'method', 'order', 'event', 'events', 'record'].includes(direct) && objects.some(money));
+    const moneyHead = money(direct) || (['link', 'item', 'intent', 'session', 'charge', 'method', 'order', 'event', 'events', 'record', 'note', 'receipt', 'memo'].includes(direct) && objects.some(money));
     if (moneyHead && !isNoun(REPORT_NOUNS, direct)) return act('Financial', 'moves money or creates an obligation to pay');
   }
   if (['renew', 'register', 'purchase', 'buy', 'order'].includes(verb) && objects.some((o) => o === 'domain' || o === 'domains')) return act('Financial', 'buys something that is billed');
@@ -142,18 +175,21 @@ function refine(verb: string, base: Category, objects: string[], ctx: Context, p
       if (verb === 'start' && has(PROCESS_NOUNS) && !has(EXEC_NOUNS)) return act('Write', 'is a bounded change');
       if (['run', 'perform', 'execute', 'start', 'trigger', 'begin'].includes(verb) && (has(REPORT_NOUNS) || ['search', 'crawl', 'lookup'].includes(objects[0] ?? '')) && !has(EXEC_NOUNS)) return act('Read', 'only reads: the report or audit is predefined');
       if (verb === 'drop' && !ctx.browser) return act('Destructive', 'destroys what it names');
-      if (verb === 'build' && objects.some((o) => ARTEFACT_NOUNS.has(o))) return act('Read', 'hands the result back and changes nothing');
+      if (verb === 'apply' && has(EDIT_NOUNS)) return act('Write', 'changes state in a bounded way');
+      if (verb === 'build' && objects.some((o) => ARTEFACT_NOUNS.has(o))) return act('Read', HANDS_BACK);
       if (['type', 'press', 'fill', 'click', 'tap', 'hover', 'drag', 'drop', 'swipe', 'scroll', 'handle'].includes(verb)) return act('Execute', 'is a browser or device action that clicks, types or submits');
       return act('Execute', 'runs open-ended computation');
     case 'Write':
-      if (MAKING_VERBS.has(verb) && (verb === 'create' || verb === 'make' ? has(PICTURE_NOUNS) : objects.some((o) => isNoun(ARTEFACT_NOUNS, o) || isNoun(REPORT_NOUNS, o))) && !SAVES_TO_DISK.test(ctx.description)) {
-        return act('Read', 'hands the result back and changes nothing');
+      if (['clear', 'reset', 'empty'].includes(verb) && objects.some((o) => o === 'all' || o === 'everything' || o === 'entire')) return act('Destructive', 'discards everything it holds');
+      if (MAKING_VERBS.has(verb) && !objects.some((o) => isNoun(ctx.kept, o)) && (verb === 'create' || verb === 'make' ? has(PICTURE_NOUNS) : objects.some((o) => isNoun(ARTEFACT_NOUNS, o) || isNoun(REPORT_NOUNS, o))) && !SAVES_TO_DISK.test(ctx.description)) {
+        return act('Read', HANDS_BACK);
       }
-      if (['create', 'generate', 'make', 'new'].includes(verb) && has(REPORT_NOUNS)) return act('Read', 'only reads data');
+      if (['create', 'generate', 'make', 'new'].includes(verb) && has(REPORT_NOUNS) && !objects.some((o) => isNoun(ctx.kept, o))) return act('Read', 'only reads data');
       if (verb === 'resolve' && objects.some((o) => ['id', 'name', 'identifier', 'address', 'alias', 'reference'].includes(o))) return act('Read', 'only looks up an identifier');
       if (['connect', 'create', 'open', 'new', 'attach', 'complete', 'prepare', 'apply'].includes(verb) && (has(EXEC_NOUNS) || EXEC_PROSE.test(ctx.description))) {
         return act('Execute', 'starts or attaches to a running process, debugger or interpreter');
       }
+      if (['import', 'load', 'source'].includes(verb) && (has(EXEC_NOUNS) || /\b(?:sql|script)\b/.test(phrase.toLowerCase()))) return act('Execute', 'runs the statements of the file it loads');
       if (ctx.deploy && ['sync', 'promote', 'rollout', 'release', 'redeploy'].includes(verb) && objects.some((o) => APPS.has(o))) return act('Execute', 'deploys it, running whatever the deployment runs');
       if (verb === 'switch' && ctx.browser && objects.some((o) => ['tab', 'tabs', 'page', 'pages', 'window', 'frame'].includes(o))) return act('Read', 'only changes which page is shown');
       if (verb === 'submit' && ctx.browser && objects.includes('form')) return act('Execute', 'submits input in a browser');
@@ -161,7 +197,8 @@ function refine(verb: string, base: Category, objects: string[], ctx: Context, p
       return act('Write', 'changes state in a bounded way');
     case 'Read':
       if (verb === 'download' && SAVES_TO_DISK.test(ctx.description)) return act('Write', 'writes the downloaded files to disk');
-      if (['query', 'search', 'run', 'execute', 'find', 'select', 'aggregate'].includes(verb) && (ctx.sql || QUERY_LANGUAGE.test(ctx.description))) {
+      if (['export', 'dump', 'render', 'convert', 'print'].includes(verb) && SAVES_TO_DISK.test(ctx.description)) return act('Write', 'writes the result to a file');
+      if ((['query', 'search', 'run', 'execute', 'find', 'select', 'aggregate'].includes(verb) && (ctx.sql || QUERY_LANGUAGE.test(ctx.description))) || ctx.languageInput()) {
         return act('Execute', 'runs a query language, which is Execute even when it only reads');
       }
       return act('Read', 'only reads');
@@ -193,7 +230,12 @@ function nameAction(words: string[], ctx: Context): Action | undefined {
     const phrase = phraseAction(joined);
     if (phrase) return { ...phrase, objects: words };
   }
-  const found = words.map((w, i) => ({ w, i, v: lookupVerb(w) })).filter((x) => x.v);
+  // "sql_to_rest", "html_to_markdown": one format made from another, handed back.
+  if (words.length === 3 && words[1] === 'to' && !words.some((w) => { const v = lookupVerb(w); return v && !QUERY_LANGUAGE.test(w); })) {
+    return { verb: 'convert', category: 'Read', objects: [words[0]], phrase: `${words[0].toUpperCase()} to ${words[2]}`, effect: HANDS_BACK };
+  }
+  // A plural of a word that is as often a noun ("spider_links", "x64dbg_patches") names things, not the action.
+  const found = words.map((w, i) => ({ w, i, v: lookupVerb(w) })).filter((x) => x.v && !(x.i > 0 && x.w !== x.v.base && (AMBIGUOUS.has(x.v.base) || HTTP_METHODS.has(x.v.base))));
   if (found.length === 0) {
     // An agent noun names its action ("user-services-reader" reads, "site-updater" updates).
     for (const w of words) {
@@ -214,14 +256,20 @@ function nameAction(words: string[], ctx: Context): Action | undefined {
   const real = found.length > 1 ? found.filter((f) => !['post', 'put', 'patch'].includes(f.v!.base)) : found;
   const clear = (f: (typeof real)[number]) => !AMBIGUOUS.has(f.v!.base) && !AMBIGUOUS.has(f.w);
   const last = real[real.length - 1];
-  const pick = real[0].i === 0 ? real[0]
+  // Of several verbs, the one the description opens with is the action ("read_apex_trigger": "Read Apex triggers").
+  const lead = real.length > 1 ? ctx.leadVerb() : undefined;
+  const agreed = real.length > 1 && lead ? real.find((f) => f.v!.base === lead.base) ?? real.find((f) => f.v!.category === lead.category) : undefined;
+  const pick = agreed ?? (real[0].i === 0 ? real[0]
     : last.i === words.length - 1 && clear(last) ? last
-      : real.find(clear) ?? real[0];
+      : real.find(clear) ?? real[0]);
   // "create_or_update_file": verbs joined by or/and all count; the most dangerous wins.
   const joinedVerbs = real.filter((f) => f !== pick && f.i === pick.i + 2 && (words[pick.i + 1] === 'or' || words[pick.i + 1] === 'and'));
   const skip = new Set([pick.i, ...joinedVerbs.map((f) => f.i), ...joinedVerbs.map((f) => f.i - 1)]);
   const objects = pick.i === words.length - 1 ? words.slice(0, pick.i) : words.slice(pick.i + 1).filter((_, k) => !skip.has(pick.i + 1 + k));
   const named = objects.filter((o) => !ctx.serverWords.has(o));
+  // "continue_editing": the action the aspect verb governs is the one that happens.
+  const governed = ASPECT_VERBS.has(pick.v!.base) && words[pick.i + 1]?.endsWith('ing') ? lookupVerb(words[pick.i + 1]) : undefined;
+  if (governed) return refine(governed.base, governed.category, objects.slice(1), ctx, nounPhrase(named.slice(1)));
   let action = refine(pick.v!.base, pick.v!.category, objects, ctx, nounPhrase(named));
   for (const other of joinedVerbs) {
     const alt = refine(other.v!.base, other.v!.category, objects, ctx, nounPhrase(named));
@@ -231,6 +279,14 @@ function nameAction(words: string[], ctx: Context): Action | undefined {
 }
 
 const STOP = new Set(['a', 'an', 'the', 'new', 'to', 'of', 'for', 'from', 'in', 'on', 'all', 'any', 'one', 'or', 'and', 'with', 'by', 'using', 'your', 'its', 'their', 'this', 'that', 'specific', 'single', 'existing', 'given']);
+/** The description says the call's input is written in a query language ("get tasks using filter language"). */
+const LANGUAGE_INPUT = new RegExp(`\\b(?:using|with|in|via) (?:a |an |the )?(?:\\w+ )?(?:filter language|query syntax|${QUERY_LANGUAGE.source.slice(3)}`);
+/** Verbs that take another action as their object ("continue editing", "start tracking"). */
+const ASPECT_VERBS = new Set(['continue', 'start', 'stop', 'keep', 'resume', 'begin', 'finish']);
+const DETERMINER = /^(?:a|an|the|all|any|its|their|your|this|these|those|each|every|first|next|last|final)$/;
+/** Words a cut-off phrase must not end on ("a heartbeat to prove this agent is"). */
+const DANGLING = /^(?:only|is|are|was|were|be|been|the|a|an|this|that|these|those|its|their|of|you|not|NOT)$/;
+const PARTICLE = /^(?:into|over|out|through|up|down|back|off|on)$/;
 const PREPOSITION = /^(?:against|into|at|about|over|between|under|across|per|through|onto|inside|across|of)$/;
 const PHRASE_END = /^(?:and|or|but|with|using|via|by|if|when|which|that|so|then|including|based|for|in|from|within|without|as|to)$/;
 
@@ -239,14 +295,14 @@ function objectPhrase(raw: string[], from: number): string {
   const out: string[] = [];
   for (let i = from; i < raw.length && out.length < 7; i++) {
     const w = raw[i];
-    if (w.startsWith('(') || w.startsWith('[')) break;
+    if (w.startsWith('(') || w.startsWith('[') || /^[—–-]+$/.test(w)) break;
     const bare = w.toLowerCase().replace(/[^a-z0-9-]/g, '');
     if (out.length >= 1 && /^(?:that|which|who|when|if|so|whose)$/.test(bare)) break;
     if (out.length >= 2 && PHRASE_END.test(bare) && !(bare === 'to' && out.length < 3)) break;
     out.push(w.replace(/[,.;:()"]+$/g, ''));
     if (/[;:()]$/.test(w) || (w.endsWith(',') && out.length >= 2)) break;
   }
-  while (out.length && PHRASE_END.test(out[out.length - 1].toLowerCase())) out.pop();
+  while (out.length && (PHRASE_END.test(out[out.length - 1].toLowerCase()) || DANGLING.test(out[out.length - 1]))) out.pop();
   const text = out.join(' ').replace(/,$/, '');
   // A lone singular noun ("Get page (view) metrics") still needs its article.
   return out.length === 1 && /^[a-z]+$/.test(text) && needsArticle(text) ? `${article(text)} ${text}` : text;
@@ -264,10 +320,27 @@ function descriptionAction(description: string, ctx: Context): Action | undefine
   const phrase = phraseAction(sentence);
   const phraseAt = phrase ? sentence.split(/\s+/).indexOf(phrase.verb.split(' ')[0]) : -1;
   if (phrase && (firstVerb < 0 || phraseAt <= firstVerb + 1)) return { ...phrase, phrase: objectPhrase(first.text.slice(fluff).split(/\s+/), sentence.split(/\s+/).indexOf(phrase.verb.split(' ').pop()!) + 1) };
-  const raw = first.text.slice(fluff).split(/\s+/).slice(0, 24);
+  // "switch/suspend/resume" lists verbs as a slashed list does: one token each.
+  const raw: string[] = [];
+  for (const w of first.text.slice(fluff).split(/\s+/, 24)) {
+    const parts = w.includes('/') && /^[a-z]+(?:\/[a-z]+)+,?$/i.test(w) ? w.replace(/,$/, '').split('/') : undefined;
+    if (parts && parts.some((p) => lookupVerb(p.toLowerCase())?.base === p.toLowerCase())) parts.forEach((p, i) => raw.push(i < parts.length - 1 ? `${p},` : p));
+    else raw.push(w);
+  }
   const words = raw.map((w) => w.toLowerCase().replace(/[^a-z0-9-]/g, ''));
-  const at = words.findIndex((w) => { const v = lookupVerb(w); return v && (!HTTP_METHODS.has(v.base) || v.base === 'get' || v.base === 'delete'); });
+  const compound = (i: number) => COMPOUND_HEADS.has(words[i]) && COMPOUND_NOUNS.some(([a, b]) => words[i] === a && words[i + 1] === b);
+  // "for a completed story": a participle after a determiner describes a noun; it is not the action.
+  const adjective = (i: number) => i > 0 && DETERMINER.test(words[i - 1]) && (words[i].endsWith('ed') || AMBIGUOUS.has(lookupVerb(words[i])!.base));
+  // "Step 1": a word that is as often a noun, before a number, is the noun.
+  const numbered = (i: number) => /^\d/.test(words[i + 1] ?? '') && AMBIGUOUS.has(lookupVerb(words[i])!.base);
+  // "shrink notes": past the first word, the plural of a word that is as often a noun is the noun.
+  const plural = (i: number, base: string) => i > 0 && words[i] !== base && words[i].endsWith('s') && AMBIGUOUS.has(base);
+  let at = words.findIndex((w, i) => { const v = lookupVerb(w); return v && (!HTTP_METHODS.has(v.base) || v.base === 'get' || v.base === 'delete') && !compound(i) && !adjective(i) && !numbered(i) && !plural(i, v.base); });
   if (at < 0) return undefined;
+  // "link extraction": a noun before the action noun is its object, and the action noun the verb.
+  const nominal = AMBIGUOUS.has(lookupVerb(words[at])!.base) ? actionNoun(words[at + 1] ?? '') : undefined;
+  if (nominal) at += 1;
+  const verbOf = (i: number) => (i === at && nominal) || lookupVerb(words[i])!;
   const verbsAt = [at];
   for (let j = at; j < words.length - 1; j++) {
     const listed = raw[j].endsWith(',') || words[j + 1] === 'or' || words[j + 1] === 'and';
@@ -278,7 +351,12 @@ function descriptionAction(description: string, ctx: Context): Action | undefine
     j = k - 1;
   }
   const tail = verbsAt[verbsAt.length - 1];
-  const objects = words.slice(tail + 1, tail + 6).filter((w) => w && !STOP.has(w) && (!lookupVerb(w) || AMBIGUOUS.has(w) || REPORT_NOUNS.has(w) || ARTEFACT_NOUNS.has(w))).slice(0, 3);
+  const objectsAfter = (from: number) => {
+    const found = words.slice(from, from + 5).filter((w) => w && !STOP.has(w) && (!lookupVerb(w) || AMBIGUOUS.has(w) || REPORT_NOUNS.has(w) || ARTEFACT_NOUNS.has(w) || (w.endsWith('s') && lookupVerb(w)!.base !== w))).slice(0, 3);
+    // A bare list of verbs ("breakpoint operations (set, get, remove)") acts on what the tool names.
+    return found.length || from < words.length ? found : ctx.nameNouns();
+  };
+  const objects = objectsAfter(tail + 1);
   const phraseText = objectPhrase(raw, tail + 1);
   // The head of the first noun phrase is what the verb acts on ("the default payment method" → method).
   let direct: string | undefined;
@@ -288,14 +366,34 @@ function descriptionAction(description: string, ctx: Context): Action | undefine
     if (!lookupVerb(w) || AMBIGUOUS.has(w) || direct) direct = w;
   }
   let best: Action | undefined;
+  const consider = (action: Action) => { if (!best || SEVERITY[action.category] > SEVERITY[best.category]) best = action; };
   for (const i of verbsAt) {
-    const v = lookupVerb(words[i])!;
-    const action = { ...refine(v.base, v.category, objects, ctx, phraseText, direct ?? objects[0]), lead: at === 0 };
-    if (!best || SEVERITY[action.category] > SEVERITY[best.category]) best = action;
+    const v = verbOf(i);
+    consider({ ...refine(v.base, v.category, objects, ctx, phraseText, direct ?? objects[0]), lead: at === 0 });
+  }
+  // Later clauses of the same sentence that open with a plain verb ("list handles, get a name, or close a handle").
+  for (let j = tail + 2; j < words.length; j++) {
+    const afterOr = words[j - 1] === 'or';
+    if (!(afterOr || /[,):]$/.test(raw[j - 1]))) continue;
+    const v = lookupVerb(words[j]);
+    if (!v || v.base !== words[j] || (HTTP_METHODS.has(v.base) && v.base !== 'delete') || compound(j)) continue;
+    // A word that is as often a noun is a verb here only after "or", alone in its list item, or before a particle ("step into").
+    if (AMBIGUOUS.has(v.base) && !afterOr && !/[,)]$/.test(raw[j]) && !PARTICLE.test(words[j + 1] ?? '')) continue;
+    let from = j + 1;
+    while (from < words.length && raw[from - 1].endsWith(',') && lookupVerb(words[from])) from++;
+    const own = objectsAfter(from);
+    consider({ ...refine(v.base, v.category, own, ctx, objectPhrase(raw, from), own[0]), verb: v.base });
   }
   return best;
 }
 
+/** The verb an action noun names ("extraction" → extract, "deletion" → delete), if the lexicon knows it. */
+function actionNoun(word: string): { base: string; category: Category } | undefined {
+  if (!/(?:t|s)ion$/.test(word)) return undefined;
+  return lookupVerb(word.slice(0, -3)) ?? lookupVerb(`${word.slice(0, -3)}e`);
+}
+
+const HANDS_BACK = 'hands the result back and changes nothing';
 const LIGHT_EFFECTS = new Set(['stops a process and destroys no data', 'is a small change that can be undone by adding it back']);
 
 /** Top-level input properties of a tool. */
@@ -330,9 +428,13 @@ function schemaAction(tool: ToolDefinition, base: Action | undefined, objects: s
         const [first] = nameWords(value);
         const v = first ? lookupVerb(first) : undefined;
         if (!v || v.base === 'run' || HTTP_METHODS.has(v.base) && v.base !== 'delete' && v.base !== 'get') continue;
-        consider(refine(v.base, v.category, objects, ctx), `its \`${name}\` argument can also ${value.replace(/[_-]+/g, ' ')}`);
+        consider(refine(v.base, v.category, ctx.nameNouns().length ? ctx.nameNouns() : objects, ctx), `its \`${name}\` argument can also ${value.replace(/[_-]+/g, ' ')}`);
       }
     }
+    if (schema.type === 'boolean' && /^(?:delete|purge|wipe|erase)_?[a-z]/i.test(name)) {
+      consider({ ...(base ?? { verb: 'delete', objects, phrase: nounPhrase(objects) }), category: 'Destructive', effect: 'can delete data as it goes' }, `its \`${name}\` option deletes data`);
+    }
+    if (LANGUAGE_PARAM.test(name) && base && base.effect !== HANDS_BACK) consider({ ...base, category: 'Execute', effect: 'runs a query language, which is Execute even when it only reads' }, `its \`${name}\` argument takes a query language`);
     if (FORCE_PARAM.test(name) && schema.type === 'boolean' && base && (FORCEABLE.has(base.verb) || SEVERITY[base.category] >= SEVERITY.Write && /overwrit|discard|los[et]|destroy|history/.test(String(schema.description ?? '').toLowerCase()))) {
       consider({ ...base, category: 'Destructive', effect: 'can discard work that cannot be recovered' }, `its \`${name}\` option forces the change through, discarding what it replaces`);
     }
@@ -357,6 +459,19 @@ const MEANING: Record<Category, string> = {
   Financial: 'move money or create or change a financial obligation',
 };
 
+const KEEPING_VERBS = new Set(['update', 'edit', 'delete', 'modify', 'rename', 'remove', 'patch']);
+
+/** The nouns that sibling tools update, edit or delete ("update-quote" keeps quotes). */
+function keptNouns(siblings: readonly string[], serverWords: Set<string>): Set<string> {
+  const out = new Set<string>();
+  for (const s of siblings) {
+    const words = nameWords(s);
+    if (!words.some((w) => KEEPING_VERBS.has(w))) continue;
+    for (const w of words) if (!serverWords.has(w) && !KEEPING_VERBS.has(w)) for (const f of baseForms(w)) out.add(f);
+  }
+  return out;
+}
+
 /** What the sibling tools and the server's own words say, computed once per server. */
 export function serverProfile(server: ServerContext): ServerProfile {
   const siblings = server.siblings ?? [];
@@ -368,6 +483,7 @@ export function serverProfile(server: ServerContext): ServerProfile {
     deploy: DEPLOY_SERVER.test(text) || DEPLOY_SERVER.test(siblingWords),
     text,
     words: new Set(nameWords(server.name ?? '')),
+    kept: keptNouns(siblings, new Set(nameWords(server.name ?? ''))),
   };
 }
 
@@ -385,6 +501,9 @@ export function classifyTool(tool: ToolDefinition, server: ServerContext = {}, p
   const words = joinCompounds(nameWords(tool.name));
   // Bounded: the reasoning lives in a description's opening, and regexes stay cheap on huge ones.
   const lowerDescription = description.slice(0, 1500).toLowerCase();
+  let languageInput: boolean | undefined;
+  let leadVerb: { base: string; category: Category } | null | undefined;
+  let nameNouns: string[] | undefined;
   const ctx: Context = {
     browser: profile.browser || words.some((w) => BROWSER_SERVER.test(w)),
     money: profile.money || MONEY_SERVER.test(lowerDescription.slice(0, 300)),
@@ -398,6 +517,16 @@ export function classifyTool(tool: ToolDefinition, server: ServerContext = {}, p
       return value;
     },
     serverWords: profile.words,
+    kept: profile.kept,
+    languageInput: () => (languageInput ??= LANGUAGE_INPUT.test(lowerDescription.slice(0, 200))),
+    leadVerb: () => {
+      if (leadVerb === undefined) {
+        const first = firstSentence(description);
+        leadVerb = lookupVerb(first.lower.slice(FLUFF.exec(first.text)?.[0].length ?? 0).split(/\s+/, 1)[0].replace(/[^a-z0-9-]/g, '')) ?? null;
+      }
+      return leadVerb ?? undefined;
+    },
+    nameNouns: () => (nameNouns ??= words.filter((w) => !profile.words.has(w) && (!lookupVerb(w) || AMBIGUOUS.has(w)))),
   };
   // Context from the server only counts where the tool itself says nothing.
   const withServer: Context = description ? ctx : Object.create(ctx, { description: { value: `${ctx.description} ${profile.text}` } });
@@ -423,9 +552,10 @@ export function classifyTool(tool: ToolDefinition, server: ServerContext = {}, p
       agreement = other.category === fromName.category;
       const opaque = OPAQUE_VERBS.has(fromName.verb) && fromName.objects.filter((o) => !ctx.serverWords.has(o)).length === 0 && !fromName.phrase.startsWith('a raw');
       const escalates = SEVERITY[other.category] > SEVERITY[fromName.category] && (
-        other.category === 'Financial' ? MONEY_MOVES.test(firstLine.lower)
+        other.category === 'Financial' ? !!movesMoney(firstLine.lower)
           : other.category === 'Execute' ? EXEC_PROSE.test(lowerDescription) || QUERY_LANGUAGE.test(lowerDescription) || other.effect.includes('another agent')
-            : other.category === 'Destructive' ? GENERIC_VERBS.has(fromName.verb) || IRREVERSIBLE.test(lowerDescription.slice(0, 400))
+            : other.category === 'Write' && other.effect.startsWith('writes the') ? true
+            : other.category === 'Destructive' ? GENERIC_VERBS.has(fromName.verb) || !!affirmed(IRREVERSIBLE, lowerDescription.slice(0, 400))
               : GENERIC_VERBS.has(fromName.verb));
       if (!agreement && (fromName.weak || opaque || escalates)) {
         action = other;
@@ -459,18 +589,26 @@ export function classifyTool(tool: ToolDefinition, server: ServerContext = {}, p
     notes.push(`${capitalise(widened.why)}, and the most dangerous plausible effect decides.`);
     evidence.push({ from: 'schema', text: widened.why });
   }
-  if (action && (action.category === 'Write' || action.category === 'Execute') && !LIGHT_EFFECTS.has(action.effect) && IRREVERSIBLE.test(lowerDescription.slice(0, 400)) && !/\b(not|never|no longer)\s+(permanently|irreversibl)/.test(lowerDescription)) {
-    const said = IRREVERSIBLE.exec(lowerDescription)![0];
+  const irreversible = action && !LIGHT_EFFECTS.has(action.effect) && action.category !== 'Destructive' && action.category !== 'Financial'
+    ? (/destructive|replac/.test(lowerDescription) ? affirmed(REPLACES_WHOLE, lowerDescription.slice(0, 400)) : undefined) ?? (action.category !== 'Read' ? affirmed(IRREVERSIBLE, lowerDescription.slice(0, 400)) : undefined)
+    : undefined;
+  if (action && irreversible) {
     action = { ...action, category: 'Destructive', effect: 'cannot be undone' };
-    notes.push(`The description says “${said}”, so the change cannot be undone.`);
-    evidence.push({ from: 'description', text: said });
+    notes.push(`The description says “${irreversible.replace(/\s*[:!]$/, '')}”, so the change cannot be undone.`);
+    evidence.push({ from: 'description', text: irreversible });
   }
   const moneyText = lowerDescription.slice(0, 300);
-  if (action && action.category !== 'Financial' && MONEY_MOVES.test(moneyText) && SEVERITY[action.category] >= SEVERITY.Write) {
-    const said = MONEY_MOVES.exec(moneyText)![0];
+  const said = action && action.category !== 'Financial' && SEVERITY[action.category] >= SEVERITY.Write ? movesMoney(moneyText) : undefined;
+  if (action && said) {
     action = { ...action, category: 'Financial', effect: 'moves money' };
     notes.push(`The description says it ${said.trim()}, which moves money or creates an obligation to pay.`);
     evidence.push({ from: 'description', text: said });
+  }
+  const payment = action && action.category !== 'Financial' && SEVERITY[action.category] >= SEVERITY.Write ? topProperties(tool).find(([name]) => PAYMENT_PARAM.test(name)) : undefined;
+  if (action && payment) {
+    action = { ...action, category: 'Financial', effect: 'moves money' };
+    notes.push(`It takes a payment in its \`${payment[0]}\` argument, so the call spends money.`);
+    evidence.push({ from: 'schema', text: payment[0] });
   }
   if (action && (action.category === 'Write' || action.category === 'Execute') && READ_ONLY.test(lowerDescription.slice(0, 300))
     && !QUERY_LANGUAGE.test(lowerDescription) && !EXEC_PROSE.test(lowerDescription) && !ctx.sql && !notes.length) {

@@ -17,7 +17,7 @@ export const VERBS = new Map<string, Category>([
     wait expect assert discover query_docs resolve_library identify estimate measure test_connection lint audit
     trace capture_screenshot observe watch poll download render convert translate format recommend suggest
     diagnose troubleshoot debug_info grep cat head tail stat stats metric metrics scan open capture version schema
-    thinking think score forecast predict autocomplete help examine tokenize rerank rank classify detect`),
+    thinking think score forecast predict autocomplete help examine tokenize rerank rank classify detect access`),
   ...verbs('Write', `create add update edit set put post send write move rename copy upload insert append modify patch assign
     unassign comment reply merge push commit fork star unstar label tag connect disconnect pause resume schedule
     invite subscribe unsubscribe enable disable toggle save store upsert publish unpublish close reopen approve unapprove
@@ -26,7 +26,7 @@ export const VERBS = new Map<string, Category>([
     pin unpin archive unarchive lock unlock restore revert reset rollback submit notify remind share unshare
     complete finish accept reject dismiss follow unfollow new make draft snooze transition
     duplicate clone scale record note reconnect compress finalize prepare manage confirm authorize void issue
-    transfer switch broadcast multicast give grant place`),
+    transfer switch broadcast multicast give grant place hide unhide fix suspend decline report`),
   ...verbs('Execute', `run execute exec eval evaluate invoke trigger launch spawn attach step continue deploy build compile
     install apply click tap press type fill hover drag drop swipe scroll interact rerun retry restart call perform
     automate simulate sql start handle rollout upgrade downgrade cordon drain ship delegate`),
@@ -46,7 +46,7 @@ export const MONEY_NOUNS = new Set([
   'adjustment', 'adjustments', 'checkout', 'purchase', 'purchases', 'trade', 'trades', 'swap', 'swaps', 'bill',
   'billing', 'money', 'funds', 'fund', 'wire', 'disbursement', 'remittance', 'credit', 'debit', 'paymentlink', 'intent',
   'usdc', 'usdt', 'eth', 'bnb', 'btc', 'crypto', 'cryptocurrency', 'erc20', 'nft', 'erc721', 'erc1155', 'allowance',
-  'stablecoin', 'lamports', 'sats', 'payment_method', 'auto_renewal', 'spending',
+  'stablecoin', 'lamports', 'sats', 'payment_method', 'auto_renewal', 'spending', 'expense', 'expenses', 'deposit', 'deposits', 'sale', 'sales',
 ]);
 
 /**
@@ -107,10 +107,11 @@ export const PHRASES: [RegExp, Category][] = [
   [/\b(ai|autonomous|research|coding) (agent|assistant)\b/, 'Execute'],
   [/\bkick(?:s|ing)? off\b/, 'Execute'],
   [/\b(?:hands?|delegates?|passes|forwards?|sends?) (?:a |the |this )?(?:task|prompt|work|job) (?:off )?to (?:an?|the|another) /, 'Execute'],
+  [/\bbrowser automation\b|\bautomates? (?:the |a )?browser\b/, 'Execute'],
 ];
 
 /** Money words in a description that mean the call itself moves money. */
-export const MONEY_MOVES = new RegExp([
+const MONEY_MOVES = new RegExp([
   /refunds? (?:money|the (?:customer|buyer|payment))|moves? money|charges? the (?:customer|card)|bills? (?:the )?(?:customer|someone)/.source,
   /sends? (?:money|funds|payments?|\d[\d.,]* |(?:usdc|usdt|eth|bnb|btc|sol|crypto|native|erc-?20|tokens?|coins?)\b)/.source,
   /(?:make|makes|process|processes|capture|captures) (?:a |the )?payment|one-time charge|refund or credit|withdraw(?:s|al)?/.source,
@@ -120,6 +121,20 @@ export const MONEY_MOVES = new RegExp([
   /approves? (?:a |the )?(?:spender|token spending|allowance)|token allowance|spending (?:allowance|approval)/.source,
   /(?:cancels?|pauses?|resumes?|upgrades?|downgrades?) (?:a |an |the )?(?:customer'?s? )?(?:active )?subscriptions?|auto-?renew(?:al)?/.source,
 ].map((s) => `(?:${s})`).join('|').replace(/^/, '\\b(?:').concat(')'));
+
+/** A fee or payment the call itself spends ("one payment covers all children"). */
+const FEE_MOVES = /\b(?:one payment covers|requires? (?:a )?payment|pays? (?:a |the )?fee|fees? (?:is|are) (?:charged|deducted|paid))/;
+
+/** The words of `text` that say the call moves money, if any. */
+export function movesMoney(text: string): string | undefined {
+  return MONEY_MOVES.exec(text)?.[0] ?? (/pay|fee/.test(text) ? FEE_MOVES.exec(text)?.[0] : undefined);
+}
+
+/** Parameters that carry a payment: a call that takes one spends it. */
+export const PAYMENT_PARAM = /^payment_?(?:tx|txn|transaction|hash|proof|signature|receipt)$/i;
+
+/** What an applied change can be without running anything ("apply a patch" edits; "apply a manifest" deploys). */
+export const EDIT_NOUNS = new Set(['patch', 'diff', 'edit', 'change', 'label', 'tag', 'style', 'filter', 'template', 'theme', 'format', 'fix', 'suggestion', 'correction']);
 
 /** Objects that run code or processes: creating, starting, opening or connecting one executes. */
 export const EXEC_NOUNS = new Set([
@@ -135,7 +150,7 @@ export const REPORT_NOUNS = new Set(['audit', 'audits', 'scan', 'scans', 'score'
 
 /** Small, re-creatable attachments: deleting one is a Write, not a destruction. */
 export const LIGHT_NOUNS = new Set([
-  'reaction', 'emoji', 'breakpoint', 'link', 'watcher', 'star', 'favorite', 'bookmark', 'highlight', 'filter',
+  'reaction', 'emoji', 'breakpoint', 'watchpoint', 'logpoint', 'link', 'watcher', 'star', 'favorite', 'bookmark', 'highlight', 'filter',
   'subscriber', 'follower', 'listener', 'pin', 'session', 'forward', 'port', 'draft_reply', 'cache',
   'redirect', 'forwarding',
 ]);
@@ -172,7 +187,10 @@ export const PICTURE_NOUNS = new Set([
 export const MAKING_VERBS = new Set(['generate', 'render', 'draw', 'create', 'make', 'build', 'compose', 'suggest', 'plot', 'visualize', 'visualise', 'format', 'convert', 'construct', 'draft']);
 
 /** Query languages: running one is Execute even when it only reads (SPEC: "SQL (even read-only SQL)"). */
-export const QUERY_LANGUAGE = /\b(sql|promql|logql|metricsql|cypher|esql|es\|ql|instaql|graphql|sparql|kql|influxql|flux query|query dsl|query language|lucene|aggregation pipeline|datalog|n1ql|hogql|traceql)\b/;
+export const QUERY_LANGUAGE = /\b(sql|promql|logql|metricsql|cypher|esql|es\|ql|instaql|graphql|sparql|kql|influxql|flux query|query dsl|query language|lucene|aggregation pipeline|datalog|n1ql|hogql|traceql|soql|sosl|wiql|jql)\b/;
+
+/** Parameters whose value is a query language: a call that takes one runs it. */
+export const LANGUAGE_PARAM = /^(?:sql|soql|sosl|wiql|jql|cypher|promql|logql|kql|hogql|esql|sparql|query_?dsl)$/i;
 
 /** Objects whose removal is the removal of a process, not of data. */
 export const PROCESS_NOUNS = new Set(['app', 'application', 'process', 'session', 'task', 'job', 'tab', 'page', 'browser', 'recording', 'trace', 'port', 'forward', 'connection', 'screencast', 'codegen']);

@@ -1,4 +1,5 @@
 import { isAbsolute, join, resolve } from 'node:path';
+import { LocalFirstCounters } from './local-counters.js';
 import { openMemoryState } from './memory.js';
 import { openRedisState } from './redis.js';
 import { RedisDsnError } from './redis-dsn.js';
@@ -20,17 +21,22 @@ export function openState(dsn: string, base = process.cwd()): StateStore {
   if (dsn.startsWith('sqlite:') || dsn.endsWith('.db')) {
     const path = dsn.startsWith('sqlite:') ? dsn.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '') : dsn;
     if (!path) throw new StateError('sqlite state needs a path, e.g. sqlite:./state.db');
-    return openSqliteState(path === ':memory:' ? path : isAbsolute(path) ? path : resolve(base, path));
+    return localFirst(openSqliteState(path === ':memory:' ? path : isAbsolute(path) ? path : resolve(base, path)));
   }
   if (dsn.startsWith('redis://') || dsn.startsWith('rediss://')) {
     try {
-      return openRedisState(dsn);
+      return localFirst(openRedisState(dsn));
     } catch (err) {
       if (err instanceof RedisDsnError) throw new StateError(err.message);
       throw err;
     }
   }
   throw new StateError(`unknown state DSN "${dsn}": use memory:, sqlite:PATH or redis://HOST:PORT/DB`);
+}
+
+/** Session counters stay in this process's memory whatever the store (no other process serves the session). */
+function localFirst(state: StateStore): StateStore {
+  return { ...state, counters: new LocalFirstCounters(state.counters) };
 }
 
 export function toolgateHome(): string {

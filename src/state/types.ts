@@ -11,6 +11,11 @@ export interface Charge {
    * to `expiresAt`, so that a release finds the same window.
    */
   window?: { name: string; ms: number };
+  /**
+   * Only this process can ever charge this counter (a session's: no other process serves the
+   * session), so a shared store may keep it in this process's memory.
+   */
+  local?: boolean;
 }
 
 /** A value now, or later: stores in this process answer synchronously, remote ones (Redis) do not. */

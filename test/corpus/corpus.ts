@@ -2,13 +2,15 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { classifyTools, CATEGORIES, type Category, type Classification, type ToolDefinition } from '../../src/risk/index.js';
 
-export interface Example { server: string; tool: ToolDefinition; label: Category; holdout: boolean; got: Classification }
+/** `dev`: the servers added later as a tuning set, labelled before the classifier saw them. */
+export interface Example { server: string; tool: ToolDefinition; label: Category; holdout: boolean; dev: boolean; got: Classification }
 
 const DIR = import.meta.dirname;
 
 /** Every labelled tool of the corpus, classified with its server's context. */
 export function classifyCorpus(): Example[] {
-  const { labels, holdout } = JSON.parse(readFileSync(join(DIR, 'labels.json'), 'utf8')) as { labels: Record<string, Record<string, Category>>; holdout: string[] };
+  const { labels, holdout, dev: dev1 = [], dev2 = [], dev3 = [] } = JSON.parse(readFileSync(join(DIR, 'labels.json'), 'utf8')) as { labels: Record<string, Record<string, Category>>; holdout: string[]; dev?: string[]; dev2?: string[]; dev3?: string[] };
+  const dev = [...dev1, ...dev2, ...dev3];
   const out: Example[] = [];
   for (const file of readdirSync(join(DIR, 'servers')).sort()) {
     const server = file.replace(/\.json$/, '');
@@ -18,7 +20,7 @@ export function classifyCorpus(): Example[] {
       : classifyTools(data.tools, { name: data.server.name, instructions: data.server.instructions ?? undefined });
     data.tools.forEach((tool, i) => {
       const label = labels[server]?.[tool.name];
-      if (label) out.push({ server, tool, label, holdout: holdout.includes(server), got: results[i] });
+      if (label) out.push({ server, tool, label, holdout: holdout.includes(server), dev: dev.includes(server), got: results[i] });
     });
   }
   return out;

@@ -60,6 +60,50 @@ const TARGETS: Target[] = [
   { slug: 'google-calendar', pkg: '@cocal/google-calendar-mcp' },
   { slug: 'jira', pkg: '@aashari/mcp-server-atlassian-jira', env: { ATLASSIAN_SITE_NAME: 'x', ATLASSIAN_USER_EMAIL: 'x@example.com', ATLASSIAN_API_TOKEN: FAKE } },
   { slug: 'paddle', pkg: '@paddle/paddle-mcp', env: { PADDLE_API_KEY: 'pdl_sdbx_apikey_placeholder', PADDLE_ENVIRONMENT: 'sandbox' } },
+  // Dev set added for tuning (packages whose name starts with n–z, none in test/blind/): labelled
+  // against SPEC section 5 before the classifier was run on them.
+  { slug: 'vapi', pkg: '@vapi-ai/mcp-server', env: { VAPI_TOKEN: FAKE } },
+  { slug: 'render', pkg: '@niyogi/render-mcp', args: ['start'], env: { RENDER_API_KEY: FAKE } },
+  { slug: 'bitbucket', pkg: '@nexus2520/bitbucket-mcp-server', env: { BITBUCKET_USERNAME: 'x', BITBUCKET_APP_PASSWORD: FAKE, BITBUCKET_TOKEN: FAKE, BITBUCKET_BASE_URL: 'https://bitbucket.example.invalid' } },
+  { slug: 'n8n-management', pkg: '@node2flow/n8n-management-mcp', env: { N8N_URL: 'http://127.0.0.1:1', N8N_API_KEY: FAKE } },
+  { slug: 'tradingview', pkg: 'tradingview-mcp-server' },
+  { slug: 'postgrest', pkg: '@supabase/mcp-server-postgrest', args: ['--apiUrl', 'http://127.0.0.1:1', '--schema', 'public'] },
+  { slug: 'slack-zencoder', pkg: '@zencoderai/slack-mcp-server', env: { SLACK_BOT_TOKEN: FAKE, SLACK_TEAM_ID: 'T000' } },
+  { slug: 'spider-cloud', pkg: 'spider-cloud-mcp', env: { SPIDER_API_KEY: FAKE } },
+  { slug: 'provenonce', pkg: '@provenonce/mcp' },
+  { slug: 'drawio', pkg: '@next-ai-drawio/mcp-server' },
+  { slug: 'pdfcrowd', pkg: 'pdfcrowd-mcp-pdf-export', env: { PDFCROWD_USERNAME: 'demo', PDFCROWD_API_KEY: FAKE } },
+  { slug: 'x64dbg', pkg: 'x64dbg-mcp-server' },
+  { slug: 'xampp', pkg: 'xampp-mcp' },
+  { slug: 'send-email', pkg: '@skanda-yutori/mcp-send-email', env: { RESEND_API_KEY: FAKE, SENDER_EMAIL_ADDRESS: 'x@example.com' } },
+  { slug: 'azure-devops-tiberriver', pkg: '@tiberriver256/mcp-server-azure-devops', env: { AZURE_DEVOPS_ORG_URL: 'https://dev.azure.com/x', AZURE_DEVOPS_AUTH_METHOD: 'pat', AZURE_DEVOPS_PAT: FAKE } },
+  { slug: 'todoist', pkg: 'todoist-mcp', env: { API_KEY: FAKE, TODOIST_API_TOKEN: FAKE } },
+  { slug: 'salesforce-tsmztech', pkg: '@tsmztech/mcp-server-salesforce', env: { SALESFORCE_CONNECTION_TYPE: 'User_Password', SALESFORCE_USERNAME: 'x', SALESFORCE_PASSWORD: FAKE, SALESFORCE_TOKEN: FAKE } },
+  { slug: 'ohno', pkg: '@stevestomp/ohno-mcp' },
+  { slug: 'shrimp-tasks', pkg: '@tosin2013/mcp-shrimp-task-manager', env: { DATA_DIR: '/tmp/harvest-shrimp' } },
+  { slug: 'nano-banana', pkg: 'nano-banana-mcp', env: { GEMINI_API_KEY: FAKE } },
+  // Fourth dev batch (deployments, databases, generators), labelled before the classifier saw it and
+  // only measured, never tuned on.
+  { slug: 'vercel-robinson', pkg: '@robinson_ai_systems/vercel-mcp', env: { VERCEL_TOKEN: FAKE, VERCEL_API_TOKEN: FAKE } },
+  { slug: 'jira-nexus', pkg: '@nexus2520/jira-mcp-server', env: { JIRA_BASE_URL: 'https://x.atlassian.net', JIRA_EMAIL: 'x@example.com', JIRA_API_TOKEN: FAKE } },
+  { slug: 'pencil', pkg: 'pencil-mcp', env: { PENCIL_API_KEY: FAKE } },
+  { slug: 'slop', pkg: '@standardbeagle/slop-mcp' },
+  { slug: 'text2image', pkg: 'text2image-mcp', env: { GEMINI_API_KEY: FAKE } },
+  // (supabase-mcp and spritecook-mcp would not list without their backends.)
+  // Third dev batch (accounting and commerce), labelled before the classifier saw it.
+  { slug: 'xero', pkg: '@xeroapi/xero-mcp-server', env: { XERO_CLIENT_ID: 'x', XERO_CLIENT_SECRET: FAKE } },
+  { slug: 'quickbooks', pkg: 'quickbooks-mcp', env: { QUICKBOOKS_CLIENT_ID: 'x', QUICKBOOKS_CLIENT_SECRET: FAKE, QUICKBOOKS_REFRESH_TOKEN: FAKE, QUICKBOOKS_REALM_ID: '1', QUICKBOOKS_ENVIRONMENT: 'sandbox' } },
+  { slug: 'shopify-admin', pkg: 'shopify-admin-mcp', env: { SHOPIFY_STORE_DOMAIN: 'x.myshopify.com', SHOPIFY_ACCESS_TOKEN: FAKE, SHOPIFY_SHOP_DOMAIN: 'x.myshopify.com' } },
+  { slug: 'shopify-dev', pkg: '@shopify/dev-mcp' },
+  { slug: 'stockquotes', pkg: 'stockquotes-mcp' },
+  // Second dev batch, labelled before the classifier saw it. Harvested but left out to keep the
+  // labelling to one sitting: @piotr-agier/google-drive-mcp (120 tools), @tacticlaunch/mcp-linear
+  // (198), @shinzolabs/gmail-mcp (64); would not start without a live backend: octocode-mcp,
+  // @quadslab.io/discord-mcp, twilio-mcp, @sixtyninecommerce/mcp, @tosspayments/integration-guide-mcp.
+  // Tried and left out: @pollinations/mcp-server-sqlite (native module needs an install script),
+  // vercel-mcp-server (no built dist), @neverinfamous/mysql-mcp and universal-db-mcp (connect to
+  // the database before listing), swagmanager-mcp (needs a login), playwright-mcp-server (no
+  // tools/list), proliferate-sandbox-mcp (needs its backend).
 ];
 // stripe.json and paypal.json come from the agent toolkits' MCP servers (@stripe/agent-toolkit@0.7.11,
 // the last version with local tool definitions, and @paypal/agent-toolkit@1.8.0), constructed with

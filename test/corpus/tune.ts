@@ -4,6 +4,8 @@ import { accuracy, classifyCorpus, formatAccuracy } from './corpus.js';
 
 const training = classifyCorpus().filter((e) => !e.holdout);
 console.log(formatAccuracy('training', accuracy(training)));
+console.log(formatAccuracy('  of which the first corpus', accuracy(training.filter((e) => !e.dev))));
+console.log(formatAccuracy('  of which the dev set', accuracy(training.filter((e) => e.dev))));
 for (const e of training.filter((x) => x.got.category !== x.label)) {
   console.log(`${e.server}/${e.tool.name}: want ${e.label}, got ${e.got.category} — ${(e.tool.description ?? '').replace(/\s+/g, ' ').slice(0, 100)}`);
 }

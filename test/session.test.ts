@@ -1,0 +1,66 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { pino } from 'pino';
+import { CompiledPolicy, Engine } from '../src/engine/index.js';
+import { validatePolicyObject } from '../src/policy/index.js';
+import { PolicySession } from '../src/proxy/session.js';
+import type { Json } from '../src/proxy/messages.js';
+import { MemoryCounterStore } from '../src/state/memory.js';
+import type { Charge, CounterStore } from '../src/state/types.js';
+
+/** Memory counters whose reservations wait until the test lets them go, as a remote store's do. */
+class GatedCounters implements CounterStore {
+  private readonly inner = new MemoryCounterStore();
+  private gates: (() => void)[] = [];
+  readonly asked: Charge[] = [];
+  reserve(charges: readonly Charge[], now: number): Promise<number> {
+    this.asked.push(...charges);
+    return new Promise((resolve) => this.gates.push(() => resolve(this.inner.reserve(charges, now))));
+  }
+  release(charges: readonly Charge[]): Promise<void> {
+    return this.inner.release(charges);
+  }
+  value(key: string, now: number): Promise<number> {
+    return this.inner.value(key, now);
+  }
+  open(): void {
+    for (const go of this.gates.splice(0)) go();
+  }
+}
+
+function session(counters: GatedCounters) {
+  const r = validatePolicyObject({ version: '1', tools: { echo: { limits: [{ counter: 'calls', window: 'minute', max: 5, scope: 'grant' }] } } });
+  if (!r.ok) throw new Error(JSON.stringify(r.issues));
+  const engine = new Engine({ policy: new CompiledPolicy(r.policy, r.hash), counters });
+  const toClient: Json[] = [];
+  const toServer: Json[] = [];
+  const s = new PolicySession({
+    engine,
+    identity: { sessionId: 's1', serverName: 'everything', grant: { label: 'ci', tags: [] } },
+    log: pino({ level: 'silent' }),
+    toClient: (m) => toClient.push(m),
+    toServer: (m) => toServer.push(m),
+  });
+  return { s, toClient, toServer };
+}
+
+const settle = () => new Promise((r) => setImmediate(r));
+
+describe('a session whose upstream closes while a decision is pending', () => {
+  it('answers the call once, forwards nothing and gives its reservation back', async () => {
+    const counters = new GatedCounters();
+    const { s, toClient, toServer } = session(counters);
+    s.fromClient({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'echo', arguments: { message: 'hi' } } });
+    await settle();
+    s.upstreamClosed('the server exited');
+    counters.open();
+    await settle();
+    await settle();
+    const answers = toClient.filter((m) => (m as { id?: unknown }).id === 7);
+    assert.equal(answers.length, 1, JSON.stringify(toClient));
+    assert.match(JSON.stringify(answers[0]), /unavailable: the server exited/);
+    assert.deepEqual(toServer, []);
+    assert.equal(counters.asked.length, 1);
+    assert.equal(await counters.value(counters.asked[0].key, Date.now()), 0, 'the reservation was given back');
+  });
+});
