@@ -24,7 +24,7 @@ import { AuthFailures, type FailureSummary } from './auth-failures.js';
 import { Grants } from './grants.js';
 import { HttpError, sendHttpError } from './http-errors.js';
 import { Listings } from './listings.js';
-import { GatewayMetrics, ServerMetrics } from './metrics.js';
+import { GatewayMetrics } from './metrics.js';
 import { checkContentType, checkPostHeaders, isInitializeRequest, StreamableSession, type ClientChannel } from './streamable.js';
 
 export interface GatewayOptions {
@@ -81,7 +81,6 @@ const CAPACITY_RETRY_SECONDS = '30';
  */
 export class Gateway {
   readonly metrics = new GatewayMetrics();
-  private readonly perServer = new Map<string, ServerMetrics>();
   readonly approvals: Approvals;
   private readonly stopApprovalMetrics: () => void;
   private config: GatewayConfig;
@@ -519,7 +518,6 @@ export class Gateway {
     } catch (err) {
       throw new HttpError(503, `cannot start the server "${name}": ${(err as Error).message}`, { 'retry-after': CAPACITY_RETRY_SECONDS });
     }
-    const metrics = this.serverMetrics(name);
     const session: PolicySession = new PolicySession({
       engine,
       audit,
@@ -533,9 +531,10 @@ export class Gateway {
       observe: {
         decision: (tool, decision, rule, seconds) => {
           const known = rule !== '(default)' && !rule.startsWith('/hide/');
-          metrics.decided(known ? tool : '(unlisted)', decision, seconds);
+          this.metrics.calls.inc({ server: name, tool: known ? tool : '(unlisted)', decision });
+          this.metrics.decisionSeconds.observe({ server: name }, seconds);
         },
-        upstream: (_tool, outcome, seconds) => metrics.answered(outcome, seconds),
+        upstream: (_tool, outcome, seconds) => this.metrics.upstreamSeconds.observe({ server: name, outcome }, seconds),
       },
       toClient: (m, raw) => {
         // An answer is activity too: a slow start or a slow call must not make the session look idle.
@@ -567,15 +566,6 @@ export class Gateway {
     this.metrics.sessions.set({ server: name }, this.count((l) => l.server === name));
     log.info({ server: name, session: id, grant: grant.label }, 'session opened');
     return live;
-  }
-
-  private serverMetrics(name: string): ServerMetrics {
-    let m = this.perServer.get(name);
-    if (!m) {
-      m = new ServerMetrics(this.metrics, name);
-      this.perServer.set(name, m);
-    }
-    return m;
   }
 
   private close(live: Live, why: string): Promise<void> {
