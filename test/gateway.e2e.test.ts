@@ -43,7 +43,7 @@ describe('toolgate serve: the gateway', () => {
       sessions: { idle_timeout: '15m', max_body: '64kb' },
       servers: {
         everything: { command: process.execPath, args: [EVERYTHING], policy },
-        lenient: { command: process.execPath, args: [LENIENT], auth: 'none', env: { LENIENT_LOG: join(dir, 'lenient.log') }, policy: writePolicy(dir, { version: '1', default: 'allow' }, 'allow.json') },
+        lenient: { command: process.execPath, args: [LENIENT], auth: 'none', env: { LENIENT_LOG: join(dir, 'lenient.log') }, policy: writePolicy(dir, { version: '1', default: 'allow', tools: { refund: { limits: [{ counter: 'refund', window: 'day', max: 3, scope: 'server' }] } } }, 'allow.json') },
       },
     });
     state = openSqliteState(join(dir, 'state.db'));
@@ -295,6 +295,20 @@ describe('toolgate serve: the gateway', () => {
     assert.equal(gateway.sessionCount, sessions, 'a refused initialize leaves no session behind');
     hangUp.abort();
     await first.catch(() => {});
+  });
+
+  it('one session\'s calls read in one turn are decided together: exact limits, answers and forwarding in request order, a notification after them', async () => {
+    const h = await rawSession();
+    const ids = ['r1', 'r2', 'r3', 'r4', 'r5', 'r6'];
+    // One body: every call reaches the session in the same event-loop turn.
+    const notice = { jsonrpc: '2.0', method: 'notifications/roots/list_changed', params: { after: 'r6' } };
+    const res = await post('/mcp/lenient', [...ids.map((id) => call(id, 'refund', { id })), notice], h);
+    const answers = JSON.parse(res.body) as { id: string; result: { isError?: boolean } }[];
+    assert.deepEqual(answers.map((a) => a.id), ids);
+    assert.deepEqual(answers.map((a) => a.result.isError === true), [false, false, false, true, true, true], 'the first three in request order, no more');
+    const forwarded = readFileSync(join(dir, 'lenient.log'), 'utf8').split('\n').filter((l) => l.includes('"r') || l.includes('"after"'));
+    const order = forwarded.map((l) => (l.includes('"after"') ? 'notice' : /"id":"(r\d)"/.exec(l)?.[1])).filter((x) => x === 'notice' || (x !== undefined && ids.includes(x)));
+    assert.deepEqual(order, ['r1', 'r2', 'r3', 'notice']);
   });
 
   it('Streamable HTTP: the GET stream carries news about no request, one per session, and resumes after Last-Event-ID; DELETE ends the session', async () => {

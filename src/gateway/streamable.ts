@@ -66,11 +66,17 @@ export function checkPostHeaders(req: IncomingMessage): void {
   }
 }
 
+/** The last Content-Type header that parsed as JSON: a client sends the same one with every request. */
+let jsonType: string | undefined;
+
 /** Every request body is JSON: the media type is parsed, so a parameter that mentions JSON does not pass. */
 export function checkContentType(req: IncomingMessage): void {
+  const header = req.headers['content-type'];
+  if (header !== undefined && header === jsonType) return;
   let type: string | undefined;
   try { type = contentType.parse(req).type; } catch { /* missing or malformed */ }
   if (type !== 'application/json') throw new HttpError(415, 'Unsupported Media Type: Content-Type must be application/json');
+  jsonType = header;
 }
 
 /**
@@ -236,8 +242,10 @@ export class StreamableSession implements ClientChannel {
     ex.answers.set(key, text);
     if (ex.unanswered > 0) return;
     const answers = [...ex.answers.values()] as string[];
-    ex.res.writeHead(200, { 'content-type': 'application/json', ...this.headers });
-    ex.res.end(ex.ids.length === 1 && answers.length === 1 ? answers[0] : `[${answers.join(',')}]`);
+    const body = ex.ids.length === 1 && answers.length === 1 ? answers[0] : `[${answers.join(',')}]`;
+    // With its length the answer goes out in one write, header and body, not as chunks.
+    ex.res.writeHead(200, ['content-type', 'application/json', 'mcp-session-id', this.opts.sessionId, 'content-length', String(Buffer.byteLength(body))]);
+    ex.res.end(body);
   }
 
   /** Turns a held answer into an SSE stream; answers already in (a batch) go first. */

@@ -99,6 +99,11 @@ export class PolicySession {
   private readonly skeletons = new Map<string, string>();
   /** Messages that arrived while an asynchronous decision was pending: order is kept. */
   private backlog: unknown[] = [];
+  /** Client messages still being handled asynchronously; of them, tools/calls waiting only for their decision. */
+  private running = 0;
+  private deciding = 0;
+  /** The last of those calls to be carried out: the next one is carried out after it. */
+  private lastDecided: Promise<unknown> = Promise.resolve();
   /** Requests toolgate itself sends (its own tools/list upstream, elicitation to the client), by id key. */
   private readonly own = new Map<string, { to: 'client' | 'server'; resolve(message: Json): void; related?: Id }>();
   private ownSeq = 0;
@@ -107,7 +112,6 @@ export class PolicySession {
   private listing?: Promise<void>;
   private serverHasTools = false;
   private clientElicits = false;
-  private busy = false;
   private closed = false;
   private readonly now: () => number;
 
@@ -132,8 +136,18 @@ export class PolicySession {
   }
 
   fromClient(message: unknown): void {
-    if (this.busy) this.backlog.push(message);
-    else this.process(message);
+    if (this.running === 0 || this.joinsDecisions(message)) this.process(message);
+    else this.backlog.push(message);
+  }
+
+  /**
+   * A tools/call that comes while only tools/calls are waiting for their decisions asks for its
+   * own at once (its reservation joins theirs, in order: one group commit for a busy session)
+   * and is carried out after them. Anything else waits until nothing is pending, in order.
+   */
+  private joinsDecisions(message: unknown): boolean {
+    return this.running === this.deciding && this.backlog.length === 0 && this.listing === undefined
+      && isObject(message) && message.method === 'tools/call' && isValidId(message.id);
   }
 
   private process(message: unknown): void {
@@ -145,10 +159,10 @@ export class PolicySession {
       return;
     }
     if (!(result instanceof Promise)) return;
-    this.busy = true;
+    this.running++;
     result.catch((err: Error) => this.failed(message, err)).finally(() => {
-      this.busy = false;
-      while (!this.busy && this.backlog.length > 0) this.process(this.backlog.shift());
+      this.running--;
+      while (this.running === 0 && this.backlog.length > 0) this.process(this.backlog.shift());
     });
   }
 
@@ -298,8 +312,14 @@ export class PolicySession {
     const pending: Pending = { method: 'tools/call', started: ctx.now, id, tool: params.name, progressToken: progressTokenOf(params) };
     this.pending.set(key, pending);
     const decision = this.opts.engine.decide(ctx, { aliases: this.aliases(params.name), pinChanged: this.opts.pins?.isChanged(params.name) });
-    if (decision instanceof Promise) return decision.then((d) => this.decided(id, key, message, ctx, pending, d));
-    this.decided(id, key, message, ctx, pending, decision);
+    if (!(decision instanceof Promise) && this.deciding === 0) return this.decided(id, key, message, ctx, pending, decision);
+    // Carried out in arrival order: after the calls that were waiting for their decisions before it.
+    this.deciding++;
+    const done = Promise.all([decision, this.lastDecided])
+      .then(([d]) => this.decided(id, key, message, ctx, pending, d))
+      .finally(() => { this.deciding--; });
+    this.lastDecided = done.catch(() => {});
+    return done;
   }
 
   private decided(id: Id, key: string, message: Json, ctx: CallContext, pending: Pending, decision: Decision): void {

@@ -34,9 +34,6 @@ export function closeDatabase(db: Database.Database): void {
   db.close();
 }
 
-/** Busy turns (several reservations) committed one by one before a group is tried again. */
-const PROBE_EVERY = 64;
-
 const KILL_SWITCH_TABLE = 'CREATE TABLE IF NOT EXISTS kill_switch (scope TEXT PRIMARY KEY, is_on INTEGER NOT NULL, reason TEXT, at TEXT NOT NULL)';
 
 /** A reservation waiting for the next group commit: the kill switch's server (null: not read), and its charges. */
@@ -45,11 +42,11 @@ interface Queued { server: string | null; charges: readonly Charge[]; now: numbe
 /**
  * Counters in one SQLite file, shared by every process that opens it.
  *
- * Group commit: reservations asked for in the same event-loop turn (many sessions under load)
- * wait for the end of the turn and are committed together, in arrival order, in one transaction,
- * as long as such groups have several calls; otherwise each is committed at once. Each is still
- * all or nothing, and each caller hears its answer only after the commit, so a call is never
- * forwarded on a reservation that is not yet durable.
+ * Group commit: the first reservation of an event-loop turn is committed at once; those asked for
+ * later in the same turn (a busy gateway: many requests read in one turn) wait for the end of the
+ * turn and are committed together, in arrival order, in one transaction. Each is still all or
+ * nothing, and each caller hears its answer only after the commit, so a call is never forwarded
+ * on a reservation that is not yet durable.
  */
 export class SqliteCounterStore implements CounterStore {
   private readonly get: Database.Statement<[string], { value: number; expires_at: number }>;
@@ -61,10 +58,6 @@ export class SqliteCounterStore implements CounterStore {
   private sweepAt = 0;
   private queue: Queued[] = [];
   private turn: NodeJS.Immediate | undefined;
-  /** Reservations asked for in this turn; whether the last group had several; busy turns since a group was tried. */
-  private seen = 0;
-  private grouping = false;
-  private turnsAlone = PROBE_EVERY;
 
   constructor(private readonly db: Database.Database, readonly flags?: SqliteFlagStore) {
     db.exec(`CREATE TABLE IF NOT EXISTS counters (
@@ -122,10 +115,9 @@ export class SqliteCounterStore implements CounterStore {
   }
 
   private enqueue(server: string | null, charges: readonly Charge[], now: number): number | Promise<number> {
-    this.turn ??= setImmediate(this.endTurn);
-    this.seen++;
-    if (!this.grouping && (this.seen === 1 || this.turnsAlone < PROBE_EVERY)) {
-      // Committed now, waiting for nothing.
+    if (!this.turn) {
+      // The turn's first: committed now, waiting for nothing.
+      this.turn = setImmediate(this.endTurn);
       this.turn.unref();
       const [failed] = this.commit([{ server, charges, now }]);
       this.sweep(now);
@@ -137,16 +129,6 @@ export class SqliteCounterStore implements CounterStore {
 
   private readonly endTurn = (): void => {
     this.turn = undefined;
-    // Waiting pays only when others join the group (many sessions): one session orders its own
-    // calls, so its next call waits for this one and the group stays one call, split off the
-    // rest of its turn. Whether groups form is tried again every PROBE_EVERY busy turns.
-    if (this.queue.length > 0) {
-      this.grouping = this.queue.length > 1;
-      this.turnsAlone = 0;
-    } else if (this.seen > 1) {
-      this.turnsAlone++;
-    }
-    this.seen = 0;
     if (this.queue.length === 0) return;
     const batch = this.queue;
     this.queue = [];
