@@ -5,18 +5,15 @@
 // DIR_WITH_NODE_MODULES is a scratch dir where the packages below were installed with
 // `npm install --ignore-scripts PKG...`; each server is started over stdio with placeholder
 // credentials and asked for every page of tools/list; the answer goes to servers/<slug>.json.
-import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { writeFileSync, mkdirSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { generateKeyPairSync } from 'node:crypto';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-
-interface Target { slug: string; pkg: string; bin?: string; args?: string[]; env?: Record<string, string> }
+import { listTools, type HarvestTarget } from '../helpers/list-tools.js';
 
 const FAKE = 'placeholder-not-a-real-credential';
 const SCRATCH = '/tmp/blind2-harvest-scratch';
 const DEAD = 'http://127.0.0.1:1'; // nothing listens there: a server that calls out at start fails fast
-export const TARGETS: Target[] = [
+export const TARGETS: HarvestTarget[] = [
   { slug: 'interactive-brokers', pkg: 'interactive-brokers-mcp', env: { IB_GATEWAY_HOST: '127.0.0.1', IB_GATEWAY_PORT: '1', IB_HEADLESS_MODE: 'true', IB_USERNAME: 'placeholder', IB_PASSWORD: FAKE } },
   { slug: 'conway', pkg: 'conway-terminal', env: { CONWAY_API_KEY: FAKE, CONWAY_API_URL: DEAD } },
   { slug: 'clawnch', pkg: 'clawnch-mcp-server', env: { CLAWNCH_API_KEY: FAKE, CLAWNCH_PRIVATE_KEY: '0x' + '2'.repeat(64), CLAWNCH_RHC_RPC_URL: DEAD } },
@@ -48,43 +45,16 @@ export const TARGETS: Target[] = [
   { slug: 'postgres-enhanced', pkg: 'enhanced-postgres-mcp-server', args: ['postgresql://user:placeholder@127.0.0.1:1/db'] },
 ];
 
-function binOf(root: string, t: Target): string {
-  const meta = JSON.parse(readFileSync(join(root, 'node_modules', t.pkg, 'package.json'), 'utf8'));
-  const bins: Record<string, string> = typeof meta.bin === 'string' ? { main: meta.bin } : (meta.bin ?? {});
-  const bin = t.bin ? bins[t.bin] : Object.values(bins)[0];
-  if (!bin) throw new Error(`${t.pkg} has no bin ${t.bin ?? ''}`);
-  return join(root, 'node_modules', t.pkg, bin);
-}
-
-async function harvest(root: string, t: Target): Promise<void> {
-  const meta = JSON.parse(readFileSync(join(root, 'node_modules', t.pkg, 'package.json'), 'utf8'));
-  const transport = new StdioClientTransport({
-    command: process.execPath, args: [binOf(root, t), ...(t.args ?? [])], cwd: SCRATCH,
-    env: { ...(process.env as Record<string, string>), HOME: SCRATCH, ...(t.env ?? {}) }, stderr: process.env.HARVEST_STDERR ? 'inherit' : 'ignore',
-  });
-  const client = new Client({ name: 'toolgate-blind2', version: '1' }, { capabilities: { sampling: {}, elicitation: {}, roots: {} } });
-  const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error('timeout')), 30_000).unref());
+async function harvest(root: string, t: HarvestTarget): Promise<void> {
   try {
-    await Promise.race([client.connect(transport), timeout]);
-    const tools: unknown[] = [];
-    let cursor: string | undefined;
-    do {
-      const page = await Promise.race([client.listTools(cursor ? { cursor } : {}), timeout]);
-      tools.push(...page.tools);
-      cursor = page.nextCursor;
-    } while (cursor);
-    const out = {
-      server: { package: `${t.pkg}@${meta.version}`, serverInfo: client.getServerVersion() ?? null, instructions: client.getInstructions() ?? null },
-      tools,
-    };
+    const l = await listTools(root, t, { client: 'toolgate-blind2', timeoutMs: 30000, scratch: SCRATCH, stderr: process.env.HARVEST_STDERR ? 'inherit' : 'ignore' });
+    const out = { server: { package: `${t.pkg}@${l.version}`, serverInfo: l.serverInfo, instructions: l.instructions }, tools: l.tools };
     const file = join(import.meta.dirname, 'servers', `${t.slug}.json`);
     mkdirSync(dirname(file), { recursive: true });
     writeFileSync(file, JSON.stringify(out, null, 1) + '\n');
-    console.log(`${t.slug}: ${tools.length} tools`);
+    console.log(`${t.slug}: ${l.tools.length} tools`);
   } catch (err) {
     console.log(`${t.slug}: FAILED ${(err as Error).message}`);
-  } finally {
-    await client.close().catch(() => {});
   }
 }
 

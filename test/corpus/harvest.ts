@@ -2,15 +2,12 @@
 // Usage: node --import tsx test/corpus/harvest.ts DIR_WITH_NODE_MODULES
 // Each server is started with placeholder credentials (enough for most to list their tools) and
 // asked for every page of tools/list; the answer is written to test/corpus/servers/<slug>.json.
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-
-interface Target { slug: string; pkg: string; args?: string[]; env?: Record<string, string> }
+import { listTools, type HarvestTarget } from '../helpers/list-tools.js';
 
 const FAKE = 'placeholder-not-a-real-credential';
-const TARGETS: Target[] = [
+const TARGETS: HarvestTarget[] = [
   { slug: 'everything', pkg: '@modelcontextprotocol/server-everything' },
   { slug: 'filesystem', pkg: '@modelcontextprotocol/server-filesystem', args: ['/tmp'] },
   { slug: 'memory', pkg: '@modelcontextprotocol/server-memory', env: { MEMORY_FILE_PATH: '/tmp/harvest-memory.jsonl' } },
@@ -109,38 +106,14 @@ const TARGETS: Target[] = [
 // the last version with local tool definitions, and @paypal/agent-toolkit@1.8.0), constructed with
 // every action enabled and listed over the SDK's InMemoryTransport.
 
-function binOf(root: string, pkg: string): string {
-  const meta = JSON.parse(readFileSync(join(root, 'node_modules', pkg, 'package.json'), 'utf8'));
-  const bin = typeof meta.bin === 'string' ? meta.bin : Object.values(meta.bin ?? {})[0];
-  if (!bin) throw new Error(`${pkg} has no bin`);
-  return join(root, 'node_modules', pkg, bin as string);
-}
-
-async function harvest(root: string, t: Target): Promise<void> {
-  const meta = JSON.parse(readFileSync(join(root, 'node_modules', t.pkg, 'package.json'), 'utf8'));
-  const transport = new StdioClientTransport({
-    command: process.execPath, args: [binOf(root, t.pkg), ...(t.args ?? [])],
-    env: { ...(process.env as Record<string, string>), ...(t.env ?? {}) }, stderr: 'ignore',
-  });
-  const client = new Client({ name: 'toolgate-corpus', version: '1' }, { capabilities: { sampling: {}, elicitation: {}, roots: {} } });
-  const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error('timeout')), 25_000).unref());
+async function harvest(root: string, t: HarvestTarget): Promise<void> {
   try {
-    await Promise.race([client.connect(transport), timeout]);
-    const tools: unknown[] = [];
-    let cursor: string | undefined;
-    do {
-      const page = await Promise.race([client.listTools(cursor ? { cursor } : {}), timeout]);
-      tools.push(...page.tools);
-      cursor = page.nextCursor;
-    } while (cursor);
-    const info = client.getServerVersion();
-    const out = { server: { package: `${t.pkg}@${meta.version}`, name: info?.name, version: info?.version, instructions: client.getInstructions() ?? null }, tools };
+    const l = await listTools(root, t, { client: 'toolgate-corpus', timeoutMs: 25000 });
+    const out = { server: { package: `${t.pkg}@${l.version}`, name: l.serverInfo?.name, version: l.serverInfo?.version, instructions: l.instructions }, tools: l.tools };
     writeFileSync(join(import.meta.dirname, 'servers', `${t.slug}.json`), JSON.stringify(out, null, 1) + '\n');
-    console.log(`${t.slug}: ${tools.length} tools`);
+    console.log(`${t.slug}: ${l.tools.length} tools`);
   } catch (err) {
     console.log(`${t.slug}: FAILED ${(err as Error).message}`);
-  } finally {
-    await client.close().catch(() => {});
   }
 }
 
