@@ -87,6 +87,20 @@ const TARGETS: HarvestTarget[] = [
   { slug: 'slop', pkg: '@standardbeagle/slop-mcp' },
   { slug: 'text2image', pkg: 'text2image-mcp', env: { GEMINI_API_KEY: FAKE } },
   // (supabase-mcp and spritecook-mcp would not list without their backends.)
+  // Fifth dev batch (dev5: money, destruction and execution on servers of kinds the corpus lacks —
+  // ERP, hiring people, Railway deploys, Coolify, shells, Docker), npm
+  // names whose sha1 starts with 8–f (a parallel labeller takes 0–7); labelled before the
+  // classifier saw them.
+  { slug: 'erpnext', pkg: '@casys/mcp-erpnext', env: { ERPNEXT_URL: 'http://127.0.0.1:1', ERPNEXT_API_KEY: FAKE, ERPNEXT_API_SECRET: FAKE } },
+  { slug: 'railway-jasontan', pkg: '@jasontanswe/railway-mcp', env: { RAILWAY_API_TOKEN: FAKE } },
+  { slug: 'coolify-felix', pkg: '@felixallistar/coolify-mcp', env: { COOLIFY_BASE_URL: 'http://127.0.0.1:1', COOLIFY_API_URL: 'http://127.0.0.1:1', COOLIFY_API_TOKEN: FAKE, COOLIFY_TOKEN: FAKE } },
+  { slug: 'commands-agent-infra', pkg: '@agent-infra/mcp-server-commands' },
+  { slug: 'humanagent', pkg: 'humanagent-mcp', env: { HUMANAGENT_API_KEY: FAKE } },
+  { slug: 'docker-exec', pkg: 'mcp-server-docker' },
+  // Tried and left out: @0xshariq/docker-mcp-server (its bin is a CLI, not a server),
+  // edgeone-pages-mcp-fullstack (no answer in 25 s), @leonardsellem/n8n-mcp-server (checks its API
+  // before listing), @cmd233/mcp-database-server (native sqlite3 needs an install script), ebay-mcp
+  // (299 tools, more than one sitting can label); parallax-agent-runtime would not install.
   // Third dev batch (accounting and commerce), labelled before the classifier saw it.
   { slug: 'xero', pkg: '@xeroapi/xero-mcp-server', env: { XERO_CLIENT_ID: 'x', XERO_CLIENT_SECRET: FAKE } },
   { slug: 'quickbooks', pkg: 'quickbooks-mcp', env: { QUICKBOOKS_CLIENT_ID: 'x', QUICKBOOKS_CLIENT_SECRET: FAKE, QUICKBOOKS_REFRESH_TOKEN: FAKE, QUICKBOOKS_REALM_ID: '1', QUICKBOOKS_ENVIRONMENT: 'sandbox' } },
