@@ -1,6 +1,6 @@
 import {
   AGENT_NAMES, AMBIGUOUS, ARTEFACT_NOUNS, CONTEXT_MONEY_NOUNS, DEPLOY_SERVER, METERED_NOUNS, DETACHABLE_NOUNS, EXEC_NOUNS, EXEC_PROSE,
-  EDIT_NOUNS, HTTP_METHODS, isNoun, LANGUAGE_PARAM, LIGHT_NOUNS, lookupVerb, MAKING_VERBS, movesMoney, MONEY_NOUNS, MONEY_SERVER,
+  EDIT_NOUNS, GENERIC_DOCUMENTS, HTTP_METHODS, isNoun, NON_MONEY_QUALIFIERS, LANGUAGE_PARAM, LIGHT_NOUNS, lookupVerb, MAKING_VERBS, movesMoney, MONEY_NOUNS, MONEY_SERVER,
   MONEY_VERBS_ON_OBJECT, PAYMENT_PARAM, PHRASES, PICTURE_NOUNS, PROCESS_NOUNS, PROTECTION_NOUNS, QUERY_LANGUAGE, REPORT_NOUNS,
 } from './lexicon.js';
 import { article, capitalise, gerund, needsArticle, nounPhrase } from './prose.js';
@@ -140,6 +140,16 @@ function lightFor(verb: string, objects: string[]): boolean {
 
 const PAGES = new Set(['page', 'pages', 'tab', 'tabs']);
 const METERED_VERBS = new Set(['create', 'record', 'report', 'ingest', 'track', 'send', 'add', 'grant', 'deduct', 'consume', 'use', 'spend', 'submit', 'log']);
+/** Obligation verbs that, on a money server, make a generic document Financial. */
+const MONEY_DOCUMENT_VERBS = new Set(['create', 'update', 'submit', 'cancel', 'amend', 'approve', 'void', 'modify', 'edit', 'issue', 'finalize']);
+/** Heads that carry the money of the word before them ("payment link", "expense claim", "bounty application"). */
+const MONEY_HEADS = new Set(['link', 'item', 'intent', 'session', 'charge', 'method', 'order', 'event', 'events', 'record', 'note', 'receipt', 'memo', 'claim', 'entry', 'application', 'request', 'voucher']);
+/** Verbs that, done to a deployment, deploy. */
+const DEPLOYING_VERBS = new Set(['create', 'new', 'promote', 'rollback', 'revert', 'redeploy', 'retry', 'rerun', 'trigger', 'restart']);
+/** What a platform builds a service from. */
+const BUILD_SOURCES = new Set(['repo', 'repository', 'image', 'dockerfile', 'git']);
+/** Conversations: starting one sends a message, it runs nothing. */
+const TALK_NOUNS = new Set(['conversation', 'conversations', 'chat', 'chats', 'thread', 'threads', 'discussion', 'dm']);
 const APPS = new Set(['app', 'apps', 'application', 'applications', 'service', 'services', 'release', 'releases', 'deployment', 'deployments', 'stack', 'stacks']);
 const READ_ONLY = /\b(read-only|readonly|read only|does not (?:modify|change|write)|doesn't (?:modify|change)|without (?:modifying|changing) anything)\b/;
 
@@ -158,9 +168,16 @@ function refine(verb: string, base: Category, objects: string[], ctx: Context, p
     return raw;
   }
   if ((MONEY_VERBS_ON_OBJECT[verb] || (ctx.money && METERED_VERBS.has(verb))) && objects.length > 0) {
+    // "work order", "access token": a qualifier before a word picks its sense.
+    const qualified = (i: number) => i > 0 && NON_MONEY_QUALIFIERS.has(objects[i - 1]) && !isNoun(MONEY_NOUNS, objects[i]);
     const money = (o: string) => isMoney(o, verb, ctx);
-    const moneyHead = money(direct) || (['link', 'item', 'intent', 'session', 'charge', 'method', 'order', 'event', 'events', 'record', 'note', 'receipt', 'memo'].includes(direct) && objects.some(money));
+    const moneyAt = objects.map((o, i) => money(o) && !qualified(i));
+    const directAt = objects.lastIndexOf(direct);
+    const moneyHead = (directAt >= 0 ? moneyAt[directAt] : money(direct)) || (MONEY_HEADS.has(direct) && moneyAt.some(Boolean));
     if (moneyHead && !isNoun(REPORT_NOUNS, direct)) return act('Financial', 'moves money or creates an obligation to pay');
+    // Where money is the business, a document of any type can be an invoice or an order.
+    const named = objects.filter((o) => !ctx.serverWords.has(o));
+    if (ctx.money && MONEY_DOCUMENT_VERBS.has(verb) && named.length === 1 && GENERIC_DOCUMENTS.has(named[0])) return act('Financial', 'can create or change a money document (an invoice, an order, a payment) on a server whose business is money');
   }
   if (['renew', 'register', 'purchase', 'buy', 'order'].includes(verb) && objects.some((o) => o === 'domain' || o === 'domains')) return act('Financial', 'buys something that is billed');
   if (['disable', 'remove', 'unset', 'turn', 'deactivate', 'delete', 'clear', 'unlock', 'drop', 'bypass'].includes(verb) && has(PROTECTION_NOUNS)) {
@@ -173,6 +190,7 @@ function refine(verb: string, base: Category, objects: string[], ctx: Context, p
       return act('Destructive', 'destroys data or removes a protection');
     case 'Execute':
       if (verb === 'start' && has(PROCESS_NOUNS) && !has(EXEC_NOUNS)) return act('Write', 'is a bounded change');
+      if (verb === 'start' && has(TALK_NOUNS)) return act('Write', 'opens a conversation, which sends a message');
       if (['run', 'perform', 'execute', 'start', 'trigger', 'begin'].includes(verb) && (has(REPORT_NOUNS) || ['search', 'crawl', 'lookup'].includes(objects[0] ?? '')) && !has(EXEC_NOUNS)) return act('Read', 'only reads: the report or audit is predefined');
       if (verb === 'drop' && !ctx.browser) return act('Destructive', 'destroys what it names');
       if (verb === 'apply' && has(EDIT_NOUNS)) return act('Write', 'changes state in a bounded way');
@@ -180,7 +198,13 @@ function refine(verb: string, base: Category, objects: string[], ctx: Context, p
       if (['type', 'press', 'fill', 'click', 'tap', 'hover', 'drag', 'drop', 'swipe', 'scroll', 'handle'].includes(verb)) return act('Execute', 'is a browser or device action that clicks, types or submits');
       return act('Execute', 'runs open-ended computation');
     case 'Write':
-      if (['clear', 'reset', 'empty'].includes(verb) && objects.some((o) => o === 'all' || o === 'everything' || o === 'entire')) return act('Destructive', 'discards everything it holds');
+      if (['clear', 'reset', 'empty'].includes(verb) && (objects.some((o) => o === 'all' || o === 'everything' || o === 'entire') || /^(?:all|everything|the entire|the whole|every)\b/i.test(phrase))) return act('Destructive', 'discards everything it holds');
+      // Deployments in other words: making, promoting or rolling back a deployment deploys.
+      if (DEPLOYING_VERBS.has(verb) && objects.some((o) => o === 'deployment' || o === 'deployments')) return act('Execute', 'deploys it, running whatever the deployment runs');
+      // "create a service from a GitHub repository": the platform builds and deploys it.
+      if (['create', 'new', 'add'].includes(verb) && [...objects, ...ctx.nameNouns()].some((o) => APPS.has(o)) && [...objects, ...ctx.nameNouns()].some((o) => BUILD_SOURCES.has(o))) {
+        return act('Execute', 'builds and deploys it, running whatever its build runs');
+      }
       if (MAKING_VERBS.has(verb) && !objects.some((o) => isNoun(ctx.kept, o)) && (verb === 'create' || verb === 'make' ? has(PICTURE_NOUNS) : objects.some((o) => isNoun(ARTEFACT_NOUNS, o) || isNoun(REPORT_NOUNS, o))) && !SAVES_TO_DISK.test(ctx.description)) {
         return act('Read', HANDS_BACK);
       }
@@ -283,6 +307,10 @@ const STOP = new Set(['a', 'an', 'the', 'new', 'to', 'of', 'for', 'from', 'in', 
 const LANGUAGE_INPUT = new RegExp(`\\b(?:using|with|in|via) (?:a |an |the )?(?:\\w+ )?(?:filter language|query syntax|${QUERY_LANGUAGE.source.slice(3)}`);
 /** Verbs that take another action as their object ("continue editing", "start tracking"). */
 const ASPECT_VERBS = new Set(['continue', 'start', 'stop', 'keep', 'resume', 'begin', 'finish']);
+/** Read-only views a description can open with. */
+const VIEW_NOUNS = new Set(['overview', 'kpi', 'dashboard']);
+/** Words after which a participle is the action ("by deleting", "and then starting"). */
+const ACTING = /^(?:by|and|or|then|while|when|after|before|for|is|are|be|being|been|gets?|will|to)$/;
 const DETERMINER = /^(?:a|an|the|all|any|its|their|your|this|these|those|each|every|first|next|last|final)$/;
 /** Words a cut-off phrase must not end on ("a heartbeat to prove this agent is"). */
 const DANGLING = /^(?:only|is|are|was|were|be|been|the|a|an|this|that|these|those|its|their|of|you|not|NOT)$/;
@@ -319,7 +347,8 @@ function descriptionAction(description: string, ctx: Context): Action | undefine
   const firstVerb = sentence.split(/\s+/).findIndex((w) => lookupVerb(w.replace(/[^a-z0-9-]/g, '')));
   const phrase = phraseAction(sentence);
   const phraseAt = phrase ? sentence.split(/\s+/).indexOf(phrase.verb.split(' ')[0]) : -1;
-  if (phrase && (firstVerb < 0 || phraseAt <= firstVerb + 1)) return { ...phrase, phrase: objectPhrase(first.text.slice(fluff).split(/\s+/), sentence.split(/\s+/).indexOf(phrase.verb.split(' ').pop()!) + 1) };
+  // An agent named as the thing acted on ("注册新的 AI Agent", "register an AI agent") is not work handed to it.
+  if (phrase && (firstVerb < 0 ? phraseAt === 0 || phrase.category !== 'Execute' || !/agent|assistant/.test(phrase.verb) : phraseAt <= firstVerb + 1)) return { ...phrase, phrase: objectPhrase(first.text.slice(fluff).split(/\s+/), sentence.split(/\s+/).indexOf(phrase.verb.split(' ').pop()!) + 1) };
   // "switch/suspend/resume" lists verbs as a slashed list does: one token each.
   const raw: string[] = [];
   for (const w of first.text.slice(fluff).split(/\s+/, 24)) {
@@ -335,7 +364,14 @@ function descriptionAction(description: string, ctx: Context): Action | undefine
   const numbered = (i: number) => /^\d/.test(words[i + 1] ?? '') && AMBIGUOUS.has(lookupVerb(words[i])!.base);
   // "shrink notes": past the first word, the plural of a word that is as often a noun is the noun.
   const plural = (i: number, base: string) => i > 0 && words[i] !== base && words[i].endsWith('s') && AMBIGUOUS.has(base);
-  let at = words.findIndex((w, i) => { const v = lookupVerb(w); return v && (!HTTP_METHODS.has(v.base) || v.base === 'get' || v.base === 'delete') && !compound(i) && !adjective(i) && !numbered(i) && !plural(i, v.base); });
+  // "from submitted invoices", "item selling price", "qty ordered": past the first word, a participle
+  // describes a noun, unless an adverb, "by" or a conjunction makes it the action ("permanently deleting").
+  const participle = (i: number, base: string) => i > 0 && words[i] !== base && /(?:ed|ing)$/.test(words[i]) && !/ly$/.test(words[i - 1]) && !ACTING.test(words[i - 1]) && !raw[i - 1].endsWith(',');
+  let at = words.findIndex((w, i) => { const v = lookupVerb(w); return v && (!HTTP_METHODS.has(v.base) || v.base === 'get' || v.base === 'delete') && !compound(i) && !adjective(i) && !numbered(i) && !plural(i, v.base) && !participle(i, v.base); });
+  // "Scatter chart: price vs quantity ordered", "Gross profit analysis — composed chart showing…": a
+  // description that opens by naming a picture or an overview describes what it hands back.
+  const view = words.slice(0, Math.min(at < 0 ? words.length : at, 6)).find((w) => PICTURE_NOUNS.has(w) || VIEW_NOUNS.has(w));
+  if (view && !SAVES_TO_DISK.test(ctx.description)) return { verb: 'show', category: 'Read', objects: [view], phrase: `${article(view)} ${view}`, effect: HANDS_BACK };
   if (at < 0) return undefined;
   // "link extraction": a noun before the action noun is its object, and the action noun the verb.
   const nominal = AMBIGUOUS.has(lookupVerb(words[at])!.base) ? actionNoun(words[at + 1] ?? '') : undefined;

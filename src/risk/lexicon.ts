@@ -26,14 +26,14 @@ export const VERBS = new Map<string, Category>([
     pin unpin archive unarchive lock unlock restore revert reset rollback submit notify remind share unshare
     complete finish accept reject dismiss follow unfollow new make draft snooze transition
     duplicate clone scale record note reconnect compress finalize prepare manage confirm authorize void issue
-    transfer switch broadcast multicast give grant place hide unhide fix suspend decline report`),
+    transfer switch broadcast multicast give grant place hide unhide fix suspend decline report promote`),
   ...verbs('Execute', `run execute exec eval evaluate invoke trigger launch spawn attach step continue deploy build compile
     install apply click tap press type fill hover drag drop swipe scroll interact rerun retry restart call perform
-    automate simulate sql start handle rollout upgrade downgrade cordon drain ship delegate`),
+    automate simulate sql start handle rollout upgrade downgrade cordon drain ship delegate redeploy`),
   ...verbs('Destructive', `delete remove destroy purge truncate wipe erase uninstall cleanup clean unprotect revoke kill
     terminate flush prune deprovision decommission overwrite nuke empty shred obliterate`),
   ...verbs('Financial', `pay refund charge payout withdraw purchase buy sell trade swap tip donate bill checkout
-    capture_payment transfer_funds deposit stake unstake borrow repay lend`),
+    capture_payment transfer_funds deposit stake unstake borrow repay lend hire`),
 ]);
 
 /** HTTP methods as tool verbs: with no object they are raw API calls. */
@@ -47,6 +47,8 @@ export const MONEY_NOUNS = new Set([
   'billing', 'money', 'funds', 'fund', 'wire', 'disbursement', 'remittance', 'credit', 'debit', 'paymentlink', 'intent',
   'usdc', 'usdt', 'eth', 'bnb', 'btc', 'crypto', 'cryptocurrency', 'erc20', 'nft', 'erc721', 'erc1155', 'allowance',
   'stablecoin', 'lamports', 'sats', 'payment_method', 'auto_renewal', 'spending', 'expense', 'expenses', 'deposit', 'deposits', 'sale', 'sales',
+  // Paying people: a bounty, escrow or payroll is money owed to someone.
+  'bounty', 'bounties', 'escrow', 'payroll', 'salary', 'salaries',
 ]);
 
 /**
@@ -66,6 +68,20 @@ export const CONTEXT_MONEY_NOUNS = new Map<string, Set<string>>([
   ...senses([...CHANGE, 'set'], 'leverage margin'),
 ]);
 
+/**
+ * Nouns that, written before one of those words, pick its other sense: a work order is made in a
+ * factory, a database transaction commits rows, an access token is a credential, a battery charge
+ * is a level, a scroll position is on a screen.
+ */
+export const NON_MONEY_QUALIFIERS = new Set([
+  'work', 'sort', 'display', 'job', 'production', 'manufacturing', 'maintenance', 'build', 'change', 'sequence',
+  'database', 'db', 'sql', 'git', 'batch', 'access', 'api', 'auth', 'refresh', 'bearer', 'session', 'jwt', 'csrf',
+  'personal', 'oauth', 'id', 'battery', 'scroll', 'cursor', 'window', 'mouse', 'camera', 'page',
+]);
+
+/** Generic objects: what they are is an argument, so on a money server any of them can be an invoice or an order. */
+export const GENERIC_DOCUMENTS = new Set(['document', 'documents', 'doc', 'docs', 'doctype', 'record', 'records', 'entity', 'entities']);
+
 /** A server (by name, instructions or siblings) whose business is money. */
 export const MONEY_SERVER = /\b(pay(?:ments?)?|billing|invoic\w*|subscriptions?|wallets?|crypto\w*|blockchain|exchange|trading|trades?|ccxt|stripe|paypal|paddle|defi|swap|balances?|ledger|merchant|storefront|e-?commerce|shop(?:ify)?|erc20|web3|evm|bnb\w*|ethereum|solana|bitcoin|futures|forex|brokerage)\b/;
 
@@ -83,6 +99,7 @@ export const MONEY_VERBS_ON_OBJECT: Record<string, Category> = {
   place: 'Financial', transfer: 'Financial', process: 'Financial', upgrade: 'Financial', downgrade: 'Financial',
   pause: 'Financial', resume: 'Financial', enable: 'Financial', disable: 'Financial', set: 'Financial', renew: 'Financial',
   change: 'Financial', buy: 'Financial', close: 'Financial', modify: 'Financial', edit: 'Financial', register: 'Financial',
+  complete: 'Financial', release: 'Financial',
 };
 
 
@@ -152,7 +169,7 @@ export const REPORT_NOUNS = new Set(['audit', 'audits', 'scan', 'scans', 'score'
 export const LIGHT_NOUNS = new Set([
   'reaction', 'emoji', 'breakpoint', 'watchpoint', 'logpoint', 'link', 'watcher', 'star', 'favorite', 'bookmark', 'highlight', 'filter',
   'subscriber', 'follower', 'listener', 'pin', 'session', 'forward', 'port', 'draft_reply', 'cache',
-  'redirect', 'forwarding',
+  'redirect', 'forwarding', 'proxy', 'tunnel',
 ]);
 
 /** Also light when *removed* from something (remove_label detaches; delete_label destroys the label). */
