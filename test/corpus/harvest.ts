@@ -97,6 +97,19 @@ const TARGETS: HarvestTarget[] = [
   { slug: 'commands-agent-infra', pkg: '@agent-infra/mcp-server-commands' },
   { slug: 'humanagent', pkg: 'humanagent-mcp', env: { HUMANAGENT_API_KEY: FAKE } },
   { slug: 'docker-exec', pkg: 'mcp-server-docker' },
+  // Sixth dev batch (dev6: shells, containers, SQL servers, agents, n8n, a cloud backend, a CRM, an
+  // ERP with invoices, a mainframe), same rules as dev5, harvested after the dev5 tuning and only
+  // measured, never tuned on.
+  { slug: 'just-bash', pkg: 'just-bash-mcp' },
+  { slug: 'mysql-f4ww4z', pkg: '@f4ww4z/mcp-mysql-server', env: { MYSQL_HOST: '127.0.0.1', MYSQL_PORT: '1', MYSQL_USER: 'x', MYSQL_PASSWORD: FAKE, MYSQL_DATABASE: 'x' } },
+  { slug: 'mssql', pkg: 'mssql-mcp-server', env: { MSSQL_SERVER: '127.0.0.1', MSSQL_PORT: '1', MSSQL_USER: 'x', MSSQL_PASSWORD: FAKE, MSSQL_DATABASE: 'x', DB_SERVER: '127.0.0.1', DB_USER: 'x', DB_PASSWORD: FAKE, DB_DATABASE: 'x' } },
+  { slug: 'agent-orchestrator-kkweon', pkg: '@kkweon/agent-orchestrator-mcp' },
+  { slug: 'n8n-illuminaresolutions', pkg: '@illuminaresolutions/n8n-mcp-server', env: { N8N_HOST: 'http://127.0.0.1:1', N8N_API_KEY: FAKE } },
+  { slug: 'cloudbase', pkg: '@cloudbase/cloudbase-mcp', env: { TENCENTCLOUD_SECRETID: 'x', TENCENTCLOUD_SECRETKEY: FAKE, CLOUDBASE_ENV_ID: 'x' } },
+  { slug: 'attio', pkg: 'attio-mcp', bin: 'attio-mcp', env: { ATTIO_API_KEY: FAKE } },
+  { slug: 'boondmanager', pkg: 'boondmanager-mcp-server', env: { BOOND_API_URL: 'http://127.0.0.1:1', BOOND_USER_TOKEN: FAKE, BOOND_CLIENT_TOKEN: FAKE, BOOND_CLIENT_KEY: FAKE } },
+  { slug: 'zowe', pkg: '@gestell/zowe-mcp' },
+  // Tried and left out: containerization-assist-mcp and mcpfirestoredb (exit before listing).
   // Tried and left out: @0xshariq/docker-mcp-server (its bin is a CLI, not a server),
   // edgeone-pages-mcp-fullstack (no answer in 25 s), @leonardsellem/n8n-mcp-server (checks its API
   // before listing), @cmd233/mcp-database-server (native sqlite3 needs an install script), ebay-mcp
