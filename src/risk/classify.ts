@@ -477,7 +477,7 @@ const SQL_KEYWORDS = new Set(['insert', 'update', 'delete', 'drop', 'select', 'c
 /** Whether a text is English, another language written in the Latin alphabet, or Chinese, Japanese or Korean. */
 function languageOf(text: string): 'en' | 'foreign' | 'cjk' {
   // Plain ASCII is English here: French, Spanish and German descriptions carry accents.
-  if (!/[^\x00-\x7f]/.test(text)) return 'en';
+  if (!/[^\t\n\r -~]/.test(text)) return 'en';
   const cjk = text.match(/[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af]/g)?.length ?? 0;
   if (cjk >= 4 && cjk >= (text.match(/[a-z]+/g)?.length ?? 0)) return 'cjk';
   // Stop words of French, Spanish or German, and words with their accents ("sociétés", "über").
