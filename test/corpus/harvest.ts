@@ -110,6 +110,14 @@ const TARGETS: HarvestTarget[] = [
   { slug: 'boondmanager', pkg: 'boondmanager-mcp-server', env: { BOOND_API_URL: 'http://127.0.0.1:1', BOOND_USER_TOKEN: FAKE, BOOND_CLIENT_TOKEN: FAKE, BOOND_CLIENT_KEY: FAKE } },
   { slug: 'zowe', pkg: '@gestell/zowe-mcp' },
   // Tried and left out: containerization-assist-mcp and mcpfirestoredb (exit before listing).
+  // Seventh dev batch (dev7: a game engine, media servers, iCloud mail/contacts/calendar, gcloud), same
+  // rules, harvested after the dev6 tuning and only measured.
+  { slug: 'godot', pkg: '@coding-solo/godot-mcp', env: { GODOT_PATH: '/bin/true' } },
+  { slug: 'arr', pkg: 'mcp-arr-server', env: { SONARR_URL: 'http://127.0.0.1:1', SONARR_API_KEY: FAKE, RADARR_URL: 'http://127.0.0.1:1', RADARR_API_KEY: FAKE, LIDARR_URL: 'http://127.0.0.1:1', LIDARR_API_KEY: FAKE, PROWLARR_URL: 'http://127.0.0.1:1', PROWLARR_API_KEY: FAKE } },
+  { slug: 'icloud', pkg: 'icloud-mcp', env: { IMAP_USER: 'x@icloud.com', IMAP_PASSWORD: FAKE, ICLOUD_EMAIL: 'x@icloud.com', ICLOUD_APP_PASSWORD: FAKE } },
+  { slug: 'gcloud', pkg: '@google-cloud/gcloud-mcp' },
+  // Tried and left out (exit before listing without their backends): @trueclicks/google-ads-mcp-js,
+  // @agent-relay/mcp, @dopplerhq/mcp-server, mcp-google-sheets, @railway/mcp-server.
   // Tried and left out: @0xshariq/docker-mcp-server (its bin is a CLI, not a server),
   // edgeone-pages-mcp-fullstack (no answer in 25 s), @leonardsellem/n8n-mcp-server (checks its API
   // before listing), @cmd233/mcp-database-server (native sqlite3 needs an install script), ebay-mcp
