@@ -369,3 +369,11 @@ describe('action enums say what a generic name does, both ways', () => {
     [{ name: 'remove_record_from_list', description: 'Remove a record from a list.' }, 'Write'],
   ]);
 });
+
+describe('sending in other words', () => {
+  check({ name: 'mail' }, [
+    [{ name: 'forward_email', description: 'Forward an existing email to one or more recipients. Fetches the original body and includes it.' }, 'Write'],
+    [{ name: 'relay_message', description: 'Relay a message to another channel.' }, 'Write'],
+    [{ name: 'port_forward', description: 'Forward a local port to a pod.' }, 'Execute'],
+  ]);
+});

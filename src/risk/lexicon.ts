@@ -26,7 +26,8 @@ export const VERBS = new Map<string, Category>([
     pin unpin archive unarchive lock unlock restore revert reset rollback submit notify remind share unshare
     complete finish accept reject dismiss follow unfollow new make draft snooze transition
     duplicate clone scale record note reconnect compress finalize prepare manage confirm authorize void issue
-    transfer switch broadcast multicast give grant place hide unhide fix suspend decline report promote activate deactivate`),
+    transfer switch broadcast multicast give grant place hide unhide fix suspend decline report promote activate deactivate
+    forward relay`),
   ...verbs('Execute', `run execute exec eval evaluate invoke trigger launch spawn attach step continue deploy build compile
     install apply click tap press type fill hover drag drop swipe scroll interact rerun retry restart call perform
     automate simulate sql start handle rollout upgrade downgrade cordon drain ship delegate redeploy`),
