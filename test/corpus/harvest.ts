@@ -118,6 +118,14 @@ const TARGETS: HarvestTarget[] = [
   { slug: 'gcloud', pkg: '@google-cloud/gcloud-mcp' },
   // Tried and left out (exit before listing without their backends): @trueclicks/google-ads-mcp-js,
   // @agent-relay/mcp, @dopplerhq/mcp-server, mcp-google-sheets, @railway/mcp-server.
+  // Eighth dev batch (dev8: a Playwright fork, Hevy, Postman, BrowserStack), same rules, harvested
+  // after every classifier change of this round and only measured.
+  { slug: 'playwright-ejazullah', pkg: '@ejazullah/mcp-playwright' },
+  { slug: 'hevy', pkg: 'hevy-mcp', env: { HEVY_API_KEY: FAKE } },
+  { slug: 'postman', pkg: '@postman/postman-mcp-server', env: { POSTMAN_API_KEY: FAKE } },
+  { slug: 'browserstack', pkg: '@browserstack/mcp-server', env: { BROWSERSTACK_USERNAME: 'x', BROWSERSTACK_ACCESS_KEY: FAKE } },
+  // Tried and left out: mcp-dataverse (exits before listing), discogs-mcp-server (a git dependency
+  // that npm cannot fetch here).
   // Tried and left out: @0xshariq/docker-mcp-server (its bin is a CLI, not a server),
   // edgeone-pages-mcp-fullstack (no answer in 25 s), @leonardsellem/n8n-mcp-server (checks its API
   // before listing), @cmd233/mcp-database-server (native sqlite3 needs an install script), ebay-mcp
