@@ -4,8 +4,8 @@ import { CATEGORIES } from '../src/risk/index.js';
 import { accuracy, classifyCorpus, DEV_BATCHES, formatAccuracy } from './corpus/corpus.js';
 
 /**
- * The labelled corpus: 769 real tool definitions from 42 MCP servers plus 1,403 dev-set tools from 49 more
- * in seven batches (each labelled before the classifier saw it), labelled by hand against the SPEC categories. The holdout servers were labelled before tuning and never looked at while
+ * The labelled corpus: 769 real tool definitions from 42 MCP servers plus 1,567 dev-set tools from 53 more
+ * in eight batches (each labelled before the classifier saw it), labelled by hand against the SPEC categories. The holdout servers were labelled before tuning and never looked at while
  * tuning (test/corpus/tune.ts prints the training part only).
  */
 describe('risk classifier against the labelled corpus', () => {
