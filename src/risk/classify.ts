@@ -476,8 +476,8 @@ const SQL_KEYWORDS = new Set(['insert', 'update', 'delete', 'drop', 'select', 'c
 
 /** Whether a text is English, another language written in the Latin alphabet, or Chinese, Japanese or Korean. */
 function languageOf(text: string): 'en' | 'foreign' | 'cjk' {
-  // Plain ASCII is English here: French, Spanish and German descriptions carry accents.
-  if (!/[^\t\n\r -~]/.test(text)) return 'en';
+  // Without accented letters or CJK characters it is English here: French, Spanish and German descriptions carry accents.
+  if (!/[\u00c0-\u024f\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af]/.test(text)) return 'en';
   const cjk = text.match(/[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af]/g)?.length ?? 0;
   if (cjk >= 4 && cjk >= (text.match(/[a-z]+/g)?.length ?? 0)) return 'cjk';
   // Stop words of French, Spanish or German, and words with their accents ("sociétés", "über").
@@ -709,7 +709,7 @@ export function classifyTool(tool: ToolDefinition, server: ServerContext = {}, p
     evidence.push({ from: 'description', text: irreversible });
   }
   // On a server that runs agents, a message or task sent to one is work handed to it.
-  if (action && SEVERITY[action.category] < SEVERITY.Execute && AGENT_MESSAGE.test(lowerDescription.slice(0, 300)) && /\bagents?\b/.test(`${profile.text} ${server.siblings?.join(' ') ?? ''}`)) {
+  if (action && SEVERITY[action.category] < SEVERITY.Execute && lowerDescription.includes('agent') && AGENT_MESSAGE.test(lowerDescription.slice(0, 300)) && /\bagents?\b/.test(`${profile.text} ${server.siblings?.join(' ') ?? ''}`)) {
     action = { ...action, category: 'Execute', effect: 'hands work to another agent' };
     notes.push('It sends work to another agent, which runs it (SPEC: calls to other agents are Execute).');
     evidence.push({ from: 'description', text: AGENT_MESSAGE.exec(lowerDescription)![0] });
