@@ -377,3 +377,11 @@ describe('sending in other words', () => {
     [{ name: 'port_forward', description: 'Forward a local port to a pod.' }, 'Execute'],
   ]);
 });
+
+describe('replacing the whole content destroys what was there', () => {
+  check({ name: 'api-workbench' }, [
+    [{ name: 'putCollection', description: 'Replaces the contents of a collection with the given definition.' }, 'Destructive'],
+    [{ name: 'putEnvironment', description: 'Replaces all the contents of an environment.' }, 'Destructive'],
+    [{ name: 'replace_in_file', description: 'Replaces all occurrences of a string in a file.' }, 'Write'],
+  ]);
+});

@@ -73,7 +73,7 @@ const SQL_CONTEXT = /\b(sql|select [\w*]+ from|postgres\w*|mysql|sqlite|database
 /** Prose that makes a change permanent: removed "permanently", work discarded. */
 const IRREVERSIBLE = /\b(permanently|irreversibl[ey]|cannot be undone|can ?not be (?:undone|recovered|reversed)|can't be undone|unrecoverable|no way to undo|hard reset|discard(?:s|ing)? (?:all |any |local |your )?(?:uncommitted |unsaved |local )?(?:changes|work|modifications|commits)|(?:changes|work) (?:will be|are) lost|wipes?|erases?|purges?|clear(?:s|ing)? all|delet(?:es|ing) all)\b/;
 /** Prose that says the call replaces a whole document, whatever its verb: the old one is gone. */
-const REPLACES_WHOLE = /(?<![\w-])(?:destructive\s*[:!]|replac(?:es|ing) (?:the )?(?:entire|whole) (?:document|diagram|workspace|project|canvas|board|database|model|graph|sheet|workbook|notebook)\b)/;
+const REPLACES_WHOLE = /(?<![\w-])(?:destructive\s*[:!]|replac(?:es|ing) (?:all (?:of )?)?(?:the |its )?(?:(?:entire|whole) (?:document|diagram|workspace|project|canvas|board|database|model|graph|sheet|workbook|notebook|collection|environment)\b|contents? of\b))/;
 /** Words that turn what follows into what the call does *not* do ("without touching", "instead of X, which wipes"). */
 const NEGATED = /\b(?:without|instead of|unlike|rather than|not|never|no|doesn't|won't|don't|blocked|refuses?|disallowed|forbidden|denied)\b/i;
 
