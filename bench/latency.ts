@@ -37,7 +37,7 @@ class LineClient {
   }
 }
 
-async function start(command: string[], env: NodeJS.ProcessEnv): Promise<LineClient> {
+export async function start(command: string[], env: NodeJS.ProcessEnv): Promise<LineClient> {
   const client = new LineClient(spawn(command[0], command.slice(1), { env, stdio: ['pipe', 'pipe', 'ignore'] }));
   await client.call(0, 'initialize', { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'bench', version: '1' } });
   client.child.stdin.write('{"jsonrpc":"2.0","method":"notifications/initialized"}\n');

@@ -6,7 +6,7 @@ import { CATEGORIES, classifyTools, type Category, type ToolDefinition } from '.
 import { ROOT } from './helpers/toolgate.js';
 
 /**
- * The blind sets (test/blind/README.md, test/blind2/README.md): real tools from servers outside
+ * The blind sets (test/blind/README.md, test/blind2/README.md, test/blind3/README.md): real tools from servers outside
  * the corpus, labelled against SPEC section 5 before any classifier change that followed. They
  * measure the classifier the way an outsider would and stay out of the tuning loop: this test
  * reports only aggregates — never an individual disagreement — and holds a floor a little below
@@ -23,6 +23,7 @@ const SETS: BlindSet[] = [
   // Labels adjudicated with a second blind labeller at 92b862b (test/blind/ADJUDICATION.md).
   { dir: 'test/blind', labelledAt: '4e3f19e', minTools: 540, floor: { overall: 0.9, perCategory: 0.75 } },
   { dir: 'test/blind2', labelledAt: '1d8e0e9', minTools: 420, floor: { overall: 0.85, perCategory: 0.3 } },
+  { dir: 'test/blind3', labelledAt: '8e70291', minTools: 450, floor: { overall: 0.8, perCategory: 0.1 } },
 ];
 
 function score(set: BlindSet): { n: number; overall: number; line: string; perCategory: Map<Category, number> } {

@@ -6,9 +6,9 @@
 // `npm install --ignore-scripts PKG...`; each server is started over stdio with placeholder
 // credentials and asked for every page of tools/list; the answer goes to servers/<slug>.json.
 import { writeFileSync, mkdirSync } from 'node:fs';
-import { join, dirname } from 'node:path';
+import { join } from 'node:path';
 import { generateKeyPairSync } from 'node:crypto';
-import { listTools, type HarvestTarget } from '../helpers/list-tools.js';
+import { harvestToFile, type HarvestTarget } from '../helpers/list-tools.js';
 
 const FAKE = 'placeholder-not-a-real-credential';
 const SCRATCH = '/tmp/blind2-harvest-scratch';
@@ -45,18 +45,8 @@ export const TARGETS: HarvestTarget[] = [
   { slug: 'postgres-enhanced', pkg: 'enhanced-postgres-mcp-server', args: ['postgresql://user:placeholder@127.0.0.1:1/db'] },
 ];
 
-async function harvest(root: string, t: HarvestTarget): Promise<void> {
-  try {
-    const l = await listTools(root, t, { client: 'toolgate-blind2', timeoutMs: 30000, scratch: SCRATCH, stderr: process.env.HARVEST_STDERR ? 'inherit' : 'ignore' });
-    const out = { server: { package: `${t.pkg}@${l.version}`, serverInfo: l.serverInfo, instructions: l.instructions }, tools: l.tools };
-    const file = join(import.meta.dirname, 'servers', `${t.slug}.json`);
-    mkdirSync(dirname(file), { recursive: true });
-    writeFileSync(file, JSON.stringify(out, null, 1) + '\n');
-    console.log(`${t.slug}: ${l.tools.length} tools`);
-  } catch (err) {
-    console.log(`${t.slug}: FAILED ${(err as Error).message}`);
-  }
-}
+const harvest = (root: string, t: HarvestTarget): Promise<void> =>
+  harvestToFile(root, t, join(import.meta.dirname, 'servers'), { client: 'toolgate-blind2', timeoutMs: 30000, scratch: SCRATCH, stderr: process.env.HARVEST_STDERR ? 'inherit' : 'ignore' });
 
 mkdirSync(`${SCRATCH}/bin`, { recursive: true });
 mkdirSync(`${SCRATCH}/vault`, { recursive: true });

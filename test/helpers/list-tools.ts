@@ -1,6 +1,6 @@
-// Lists an npm MCP server's tools over stdio, for the harvest scripts of test/corpus, test/blind
-// and test/blind2 (each keeps its own targets and output format).
-import { readFileSync } from 'node:fs';
+// Lists an npm MCP server's tools over stdio, for the harvest scripts of test/corpus and the blind
+// sets (each keeps its own targets; the blind sets share one output format, harvestToFile).
+import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -59,5 +59,19 @@ export async function listTools(root: string, t: HarvestTarget, opts: ListOption
     return { version: packageJson(root, t.pkg).version, serverInfo: client.getServerVersion() ?? null, instructions: client.getInstructions() ?? null, tools };
   } finally {
     await client.close().catch(() => {});
+  }
+}
+
+/** The blind sets' harvest step: lists one target and writes SERVERS_DIR/<slug>.json
+ * ({server: {package, serverInfo, instructions}, tools}); a failure is printed, not thrown. */
+export async function harvestToFile(root: string, t: HarvestTarget, serversDir: string, opts: ListOptions): Promise<void> {
+  try {
+    const l = await listTools(root, t, opts);
+    const out = { server: { package: `${t.pkg}@${l.version}`, serverInfo: l.serverInfo, instructions: l.instructions }, tools: l.tools };
+    mkdirSync(serversDir, { recursive: true });
+    writeFileSync(join(serversDir, `${t.slug}.json`), JSON.stringify(out, null, 1) + '\n');
+    console.log(`${t.slug}: ${l.tools.length} tools`);
+  } catch (err) {
+    console.log(`${t.slug}: FAILED ${(err as Error).message}`);
   }
 }
