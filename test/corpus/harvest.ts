@@ -126,6 +126,14 @@ const TARGETS: HarvestTarget[] = [
   { slug: 'browserstack', pkg: '@browserstack/mcp-server', env: { BROWSERSTACK_USERNAME: 'x', BROWSERSTACK_ACCESS_KEY: FAKE } },
   // Tried and left out: mcp-dataverse (exits before listing), discogs-mcp-server (a git dependency
   // that npm cannot fetch here).
+  // Ninth dev batch (dev9: GraphQL, Roblox Studio, Webflow, Ashby, Backlog), same rules, harvested after every classifier change of this round and
+  // only measured.
+  { slug: 'graphql', pkg: 'mcp-graphql', env: { ENDPOINT: 'http://127.0.0.1:1/graphql', ALLOW_MUTATIONS: 'true' } },
+  { slug: 'roblox-studio', pkg: 'robloxstudio-mcp' },
+  { slug: 'webflow', pkg: 'webflow-mcp-server', env: { WEBFLOW_TOKEN: FAKE, WEBFLOW_API_TOKEN: FAKE } },
+  { slug: 'backlog', pkg: 'backlog-mcp-server', env: { BACKLOG_DOMAIN: 'x.backlog.com', BACKLOG_API_KEY: FAKE } },
+  { slug: 'ashby', pkg: 'ashby-mcp', env: { ASHBY_API_KEY: FAKE } },
+  // Tried and left out: @coolver/home-assistant-mcp (exits before listing).
   // Tried and left out: @0xshariq/docker-mcp-server (its bin is a CLI, not a server),
   // edgeone-pages-mcp-fullstack (no answer in 25 s), @leonardsellem/n8n-mcp-server (checks its API
   // before listing), @cmd233/mcp-database-server (native sqlite3 needs an install script), ebay-mcp
