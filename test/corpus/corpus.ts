@@ -3,10 +3,10 @@ import { join } from 'node:path';
 import { classifyTools, CATEGORIES, type Category, type Classification, type ToolDefinition } from '../../src/risk/index.js';
 
 /** `dev`: the servers added later as a tuning set, labelled before the classifier saw them; `batch` names
- * their batch (`dev`…`dev8`), or is `corpus` for the first corpus. */
+ * their batch (`dev`…`dev9`), or is `corpus` for the first corpus. */
 export interface Example { server: string; tool: ToolDefinition; label: Category; holdout: boolean; dev: boolean; batch: string; got: Classification }
 
-export const DEV_BATCHES = ['dev', 'dev2', 'dev3', 'dev4', 'dev5', 'dev6', 'dev7', 'dev8'] as const;
+export const DEV_BATCHES = ['dev', 'dev2', 'dev3', 'dev4', 'dev5', 'dev6', 'dev7', 'dev8', 'dev9'] as const;
 
 const DIR = import.meta.dirname;
 
