@@ -182,14 +182,12 @@ function refine(verb: string, base: Category, objects: string[], ctx: Context, p
   if ((MONEY_VERBS_ON_OBJECT[verb] || (ctx.money && METERED_VERBS.has(verb))) && objects.length > 0) {
     // "work order", "access token": a qualifier before a word picks its sense.
     const qualified = (i: number) => i > 0 && NON_MONEY_QUALIFIERS.has(objects[i - 1]) && !isNoun(MONEY_NOUNS, objects[i]);
-    const money = (o: string) => isMoney(o, verb, ctx);
-    const moneyAt = objects.map((o, i) => money(o) && !qualified(i));
+    const moneyAt = (i: number) => isMoney(objects[i], verb, ctx) && !qualified(i);
     const directAt = objects.lastIndexOf(direct);
-    const moneyHead = (directAt >= 0 ? moneyAt[directAt] : money(direct)) || (MONEY_HEADS.has(direct) && moneyAt.some(Boolean));
+    const moneyHead = (directAt >= 0 ? moneyAt(directAt) : isMoney(direct, verb, ctx)) || (MONEY_HEADS.has(direct) && objects.some((_, i) => moneyAt(i)));
     if (moneyHead && !isNoun(REPORT_NOUNS, direct)) return act('Financial', 'moves money or creates an obligation to pay');
     // Where money is the business, a document of any type can be an invoice or an order.
-    const named = objects.filter((o) => !ctx.serverWords.has(o));
-    if (ctx.money && MONEY_DOCUMENT_VERBS.has(verb) && named.length === 1 && GENERIC_DOCUMENTS.has(named[0])) return act('Financial', 'can create or change a money document (an invoice, an order, a payment) on a server whose business is money');
+    if (ctx.money && GENERIC_DOCUMENTS.has(direct) && MONEY_DOCUMENT_VERBS.has(verb) && objects.filter((o) => !ctx.serverWords.has(o)).length === 1) return act('Financial', 'can create or change a money document (an invoice, an order, a payment) on a server whose business is money');
   }
   if (['renew', 'register', 'purchase', 'buy', 'order'].includes(verb) && objects.some((o) => o === 'domain' || o === 'domains')) return act('Financial', 'buys something that is billed');
   if (['disable', 'remove', 'unset', 'turn', 'deactivate', 'delete', 'clear', 'unlock', 'drop', 'bypass'].includes(verb) && has(PROTECTION_NOUNS)) {
