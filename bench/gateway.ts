@@ -95,7 +95,7 @@ export async function startTargets(withPeers: boolean): Promise<Target[]> {
   const tgPort = await freePort();
   writeFileSync(join(home, 'toolgate.yaml'), `listen: 127.0.0.1:${tgPort}\nstate: sqlite:./state.db\naudit: ./audit.db\nservers:\n  everything:\n    command: ${JSON.stringify(process.execPath)}\n    args: [${JSON.stringify(EVERYTHING)}]\n    policy: ./policy/policy.json\n`);
   const grant = JSON.parse((await exec(process.execPath, [join(ROOT, 'bin/toolgate.js'), 'grants', 'create', '--server', 'everything', '--label', 'bench', '--state', `sqlite:${join(home, 'state.db')}`, '--json'], { env })).stdout);
-  const serveArgs = process.env.BENCH_CPU_PROF ? [`--cpu-prof`, `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+  const serveArgs = [...(process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []), ...(process.env.BENCH_CPU_PROF ? [`--cpu-prof`, `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [])];
   const toolgate = spawn(process.execPath, [...serveArgs, join(ROOT, 'bin/toolgate.js'), 'serve', '-c', join(home, 'toolgate.yaml')], { env, stdio: 'ignore' });
   const barePort = await freePort();
   const bare = spawn(process.execPath, [join(ROOT, 'bench/bare-http-proxy.mjs'), String(barePort), process.execPath, EVERYTHING], { stdio: 'ignore' });
