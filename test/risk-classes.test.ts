@@ -268,3 +268,120 @@ describe('nouns that look like verbs', () => {
     [{ name: 'turn_feedback', description: 'Report how well the tools worked this turn.' }, 'Write'],
   ]);
 });
+
+// Classes added with the dev5 and dev6 batches (test/corpus/DEV-NOTES.md); every tool here is invented.
+describe('a qualifier picks the sense of a money word', () => {
+  check({ name: 'factory-erp', instructions: 'Sales invoices, payments and manufacturing for a small business.' }, [
+    [{ name: 'create_work_order', description: 'Create a work order for the production line.' }, 'Write'],
+    [{ name: 'create_sales_order', description: 'Create a sales order for a customer.' }, 'Financial'],
+  ]);
+  check({ name: 'wallet', instructions: 'Send and receive tokens.' }, [
+    [{ name: 'send_tokens', description: 'Send tokens to an address.' }, 'Financial'],
+    [{ name: 'send_api_token', description: 'Send the API token to the configured webhook.' }, 'Write'],
+  ]);
+});
+
+describe('generic documents where money is the business', () => {
+  check({ name: 'ledger-erp', instructions: 'Invoices, payments and orders.' }, [
+    [{ name: 'doc_submit', description: 'Submit any document by its type and name.', inputSchema: obj({ doctype: str, name: str }) }, 'Financial'],
+    [{ name: 'doc_get', description: 'Get any document by its type and name.', inputSchema: obj({ doctype: str, name: str }) }, 'Read'],
+    [{ name: 'create_dns_record', description: 'Create a DNS record.' }, 'Write'],
+  ]);
+  check({ name: 'notes' }, [
+    [{ name: 'doc_update', description: 'Update any document.' }, 'Write'],
+  ]);
+});
+
+describe('money owed to people, and money documents as heads', () => {
+  check({ name: 'gig-board', instructions: 'Post paid tasks for human workers and pay them from your balance.' }, [
+    [{ name: 'post_bounty', description: 'Post a bounty for a real-world task.' }, 'Write'],
+    [{ name: 'create_bounty', description: 'Create a bounty that a worker can claim.' }, 'Financial'],
+    [{ name: 'accept_bounty_application', description: 'Accept a worker\'s application.' }, 'Financial'],
+    [{ name: 'complete_bounty', description: 'Mark the task done and rate the worker.' }, 'Financial'],
+    [{ name: 'create_expense_claim', description: 'Create an expense claim for an employee.' }, 'Financial'],
+    [{ name: 'start_conversation', description: 'Start a conversation with a worker.' }, 'Write'],
+  ]);
+});
+
+describe('participles and pictures describe, they do not act', () => {
+  check({ name: 'sales-kpis', instructions: 'Invoices and orders of a shop.' }, [
+    [{ name: 'kpi_overdue', description: 'KPI card: count of submitted invoices that are overdue.', annotations: { readOnlyHint: true } }, 'Read'],
+    [{ name: 'price_scatter', description: 'Scatter chart: item selling price vs quantity ordered.' }, 'Read'],
+    [{ name: 'purge_old', description: 'Permanently deleting invoices older than ten years.' }, 'Destructive'],
+  ]);
+});
+
+describe('deployments and builds in other words', () => {
+  check({ name: 'paas' }, [
+    [{ name: 'create_deployment', description: 'Create a new deployment of the project.' }, 'Execute'],
+    [{ name: 'promote_deployment', description: 'Promote a preview deployment to production.' }, 'Execute'],
+    [{ name: 'rollback_deployment', description: 'Roll back to the previous deployment.' }, 'Execute'],
+    [{ name: 'service_create_from_repo', description: 'Create a new service from a GitHub repository.' }, 'Execute'],
+    [{ name: 'create_service', description: 'Create an empty service record.' }, 'Write'],
+    [{ name: 'tunnel_delete', description: 'Delete a TCP tunnel to the service.' }, 'Write'],
+  ]);
+  check({ name: 'automation' }, [
+    [{ name: 'activate_workflow', description: 'Activate a workflow so that its triggers fire.' }, 'Execute'],
+    [{ name: 'deactivate_workflow', description: 'Deactivate a workflow.' }, 'Write'],
+    [{ name: 'submit_job', description: 'Submit a batch job to the mainframe.' }, 'Execute'],
+  ]);
+});
+
+describe('agents and the work handed to them', () => {
+  check({ name: 'agent-team', instructions: 'Run several coding agents side by side.' }, [
+    [{ name: 'register_agent', description: 'Register a new AI agent and receive its API key.' }, 'Write'],
+    [{ name: 'agent_spawn', description: 'Create a new agent in a tmux pane.' }, 'Execute'],
+    [{ name: 'post_message', description: 'Send a task to one or more agents.' }, 'Execute'],
+    [{ name: 'read_inbox', description: 'Read messages from an inbox.' }, 'Read'],
+  ]);
+});
+
+describe('descriptions in other languages', () => {
+  check({ name: 'erp-fr' }, [
+    [{ name: 'dictionnaire', description: 'Récupère la liste des pays et des devises.' }, 'Read'],
+    [{ name: 'facture_supprimer', description: 'Supprime définitivement une facture de la base.' }, 'Destructive'],
+    [{ name: 'erp_reporting_projets', description: 'Reporting des projets (marge, rentabilité).' }, 'Read'],
+  ]);
+  check({ name: 'cloud-zh' }, [
+    [{ name: 'queryEnvs', description: '查询环境列表与详情。', inputSchema: obj({ envId: str }) }, 'Read'],
+    [{ name: 'removeBucket', description: '删除存储桶及其中的所有文件。' }, 'Destructive'],
+  ]);
+});
+
+describe('what a statement kind, a blocked command or a mentioned language is not', () => {
+  check({ name: 'mysql' }, [
+    [{ name: 'execute', description: 'Execute an INSERT, UPDATE, or DELETE query.', inputSchema: obj({ sql: str }) }, 'Execute'],
+    [{ name: 'search_procedures', description: 'Search for stored procedures containing a text in their SQL definition.', inputSchema: obj({ searchText: str }) }, 'Read'],
+    [{ name: 'export_rows', description: 'Export rows of a table.', inputSchema: obj({ table: str, where: str }) }, 'Execute'],
+  ]);
+  check({ name: 'mainframe' }, [
+    [{ name: 'tso_command', description: 'Execute a TSO command. BLOCKED: commands that purge or delete datasets.', inputSchema: obj({ command: str }) }, 'Execute'],
+  ]);
+});
+
+describe('action enums say what a generic name does, both ways', () => {
+  const action = (values: string[]) => obj({ action: { type: 'string', enum: values } });
+  check({ name: 'cloud-console' }, [
+    [{ name: 'manageDataModel', description: 'Data model tool.', inputSchema: action(['get', 'list', 'docs']) }, 'Read'],
+    [{ name: 'managePlan', description: 'Plan tool.', inputSchema: action(['listPlans', 'deleteBackup', 'getPlan']) }, 'Destructive'],
+    [{ name: 'batch_records', description: 'Batched record operations.', inputSchema: obj({ operation_type: { type: 'string', enum: ['create', 'update', 'delete', 'search'] } }) }, 'Destructive'],
+    [{ name: 'batch_ops', description: 'Execute batched record operations (create/update/delete).' }, 'Destructive'],
+    [{ name: 'remove_record_from_list', description: 'Remove a record from a list.' }, 'Write'],
+  ]);
+});
+
+describe('sending in other words', () => {
+  check({ name: 'mail' }, [
+    [{ name: 'forward_email', description: 'Forward an existing email to one or more recipients. Fetches the original body and includes it.' }, 'Write'],
+    [{ name: 'relay_message', description: 'Relay a message to another channel.' }, 'Write'],
+    [{ name: 'port_forward', description: 'Forward a local port to a pod.' }, 'Execute'],
+  ]);
+});
+
+describe('replacing the whole content destroys what was there', () => {
+  check({ name: 'api-workbench' }, [
+    [{ name: 'putCollection', description: 'Replaces the contents of a collection with the given definition.' }, 'Destructive'],
+    [{ name: 'putEnvironment', description: 'Replaces all the contents of an environment.' }, 'Destructive'],
+    [{ name: 'replace_in_file', description: 'Replaces all occurrences of a string in a file.' }, 'Write'],
+  ]);
+});

@@ -1,6 +1,6 @@
 import {
-  AGENT_NAMES, AMBIGUOUS, ARTEFACT_NOUNS, CONTEXT_MONEY_NOUNS, DEPLOY_SERVER, METERED_NOUNS, DETACHABLE_NOUNS, EXEC_NOUNS, EXEC_PROSE,
-  EDIT_NOUNS, HTTP_METHODS, isNoun, LANGUAGE_PARAM, LIGHT_NOUNS, lookupVerb, MAKING_VERBS, movesMoney, MONEY_NOUNS, MONEY_SERVER,
+  AGENT_NAMES, AMBIGUOUS, ARTEFACT_NOUNS, CJK_VERBS, CONTEXT_MONEY_NOUNS, ENGLISH_TEXT, FOREIGN_TEXT, FOREIGN_VERBS, DEPLOY_SERVER, METERED_NOUNS, DETACHABLE_NOUNS, EXEC_NOUNS, EXEC_PROSE,
+  EDIT_NOUNS, GENERIC_DOCUMENTS, HTTP_METHODS, isNoun, NON_MONEY_QUALIFIERS, LANGUAGE_PARAM, LIGHT_NOUNS, lookupVerb, MAKING_VERBS, movesMoney, MONEY_NOUNS, MONEY_SERVER,
   MONEY_VERBS_ON_OBJECT, PAYMENT_PARAM, PHRASES, PICTURE_NOUNS, PROCESS_NOUNS, PROTECTION_NOUNS, QUERY_LANGUAGE, REPORT_NOUNS,
 } from './lexicon.js';
 import { article, capitalise, gerund, needsArticle, nounPhrase } from './prose.js';
@@ -55,6 +55,8 @@ interface Context {
   serverWords: Set<string>;
   /** The nouns of the tool's name: what a description's bare verb list ("set, get, remove") acts on. */
   nameNouns: () => string[];
+  /** An argument carries a query (a `query`, `sql`, `statement`, `cypher`… parameter). */
+  queryInput: () => boolean;
   /** The description says the input is written in a query language (computed on first use). */
   languageInput: () => boolean;
   /** The verb the description opens with, if it opens with one (computed on first use). */
@@ -65,14 +67,15 @@ const COMPOUND_NOUNS: [string, string][] = [['call', 'stack'], ['user', 'agent']
 const FLUFF = /^(?:this (?:tool|function|endpoint) (?:will |can |is used to |lets you |allows you to )?|use this (?:tool )?to |tool (?:to|for) |allows? (?:you |the agent |users )?to |helps? (?:you )?(?:to )?|lets you |used to |a tool (?:to|that|for) |you can |(?:an? )?(?:simple |powerful )?(?:tool|utility|function) (?:to|that|for) )/i;
 const BROWSER_SERVER = /playwright|puppeteer|browser|chrome|devtools|selenium|webdriver/;
 const SAVES_TO_DISK = /\b((?:exports?|saves?|writes?|dumps?) (?:[\w.-]+ ){0,5}?to (?:a |an |the )?(?:[\w.-]+ )?(?:file|disk|folder|directory|path)\b|will be saved|are saved|is saved|output ?dir(?:ectory)?|saves (?:it |them |the \w+ )?(?:to|as|in) (?:a |the )?(?:file|disk|folder|directory|path)|writes (?:it |them |the \w+ )?to (?:a |the )?(?:file|disk))\b/;
+const AGENT_MESSAGE = /\b(?:send|sends|sending|post|posts|dispatch|dispatches|assign|assigns) (?:a |the |this |new )?(?:message|task|prompt|instruction|job)s? to (?:one or more |an? |the |another |other |each |all )?(?:[\w-]+ )?agents?\b/;
 const AGENT_PROSE = /^(?:an? )?(?:autonomous|ai|coding|code)?[\w -]{0,24}(?<!\buser|\bhttp) (?:agent|assistant)\b/;
 const SQL_CONTEXT = /\b(sql|select [\w*]+ from|postgres\w*|mysql|sqlite|database query|read-only query)\b/;
 /** Prose that makes a change permanent: removed "permanently", work discarded. */
-const IRREVERSIBLE = /\b(permanently|irreversibl[ey]|cannot be undone|can ?not be (?:undone|recovered|reversed)|can't be undone|unrecoverable|no way to undo|hard reset|discard(?:s|ing)? (?:all |any |local |your )?(?:uncommitted |unsaved |local )?(?:changes|work|modifications|commits)|(?:changes|work) (?:will be|are) lost|wipes?|erases?|purges?)\b/;
+const IRREVERSIBLE = /\b(permanently|irreversibl[ey]|cannot be undone|can ?not be (?:undone|recovered|reversed)|can't be undone|unrecoverable|no way to undo|hard reset|discard(?:s|ing)? (?:all |any |local |your )?(?:uncommitted |unsaved |local )?(?:changes|work|modifications|commits)|(?:changes|work) (?:will be|are) lost|wipes?|erases?|purges?|clear(?:s|ing)? all|delet(?:es|ing) all)\b/;
 /** Prose that says the call replaces a whole document, whatever its verb: the old one is gone. */
-const REPLACES_WHOLE = /(?<![\w-])(?:destructive\s*[:!]|replac(?:es|ing) (?:the )?(?:entire|whole) (?:document|diagram|workspace|project|canvas|board|database|model|graph|sheet|workbook|notebook)\b)/;
+const REPLACES_WHOLE = /(?<![\w-])(?:destructive\s*[:!]|replac(?:es|ing) (?:all (?:of )?)?(?:the |its )?(?:(?:entire|whole) (?:document|diagram|workspace|project|canvas|board|database|model|graph|sheet|workbook|notebook|collection|environment)\b|contents? of\b))/;
 /** Words that turn what follows into what the call does *not* do ("without touching", "instead of X, which wipes"). */
-const NEGATED = /\b(?:without|instead of|unlike|rather than|not|never|no|doesn't|won't|don't)\b/;
+const NEGATED = /\b(?:without|instead of|unlike|rather than|not|never|no|doesn't|won't|don't|blocked|refuses?|disallowed|forbidden|denied)\b/i;
 
 /** The first mention of `re` in `text` that the sentence does not negate or contrast away. */
 function affirmed(re: RegExp, text: string): string | undefined {
@@ -87,10 +90,11 @@ function affirmed(re: RegExp, text: string): string | undefined {
   return undefined;
 }
 
-const ACTION_PARAM = /^(?:action|actions|operation|operations|op|mode|command|subcommand|cmd|method_name|\w+_(?:action|operation|mode)|[a-z]+(?:Action|Operation|Mode))$/;
+const ACTION_PARAM = /^(?:action|actions|operation|operations|op|mode|command|subcommand|cmd|method_name|\w+_(?:action|operation|mode)|[a-z]+(?:Action|Operation|Mode)|(?:action|operation|op)_?(?:type|name|kind)|(?:action|operation)(?:Type|Name|Kind))$/;
 const FORCE_PARAM = /^(force|hard|permanent|permanently|purge|force_delete|hard_delete|forced)$/i;
 /** Verbs a force option turns into a destruction (a force push rewrites history; a forced checkout discards changes). */
 const FORCEABLE = new Set(['push', 'reset', 'checkout', 'restore', 'revert', 'clean', 'switch', 'rebase', 'overwrite', 'sync', 'pull']);
+const QUERY_PARAM = /(?:^q$|query|sql|statement|stmt|cypher|expression|expr)/i;
 const OUTPUT_FILE_PARAM = /^(output_?path|output_?file|save_?path|save_?to|out_?file|output_?dir(ectory)?|output_?filename)$/i;
 
 const COMPOUND_HEADS = new Set(COMPOUND_NOUNS.map(([a]) => a));
@@ -140,8 +144,26 @@ function lightFor(verb: string, objects: string[]): boolean {
 
 const PAGES = new Set(['page', 'pages', 'tab', 'tabs']);
 const METERED_VERBS = new Set(['create', 'record', 'report', 'ingest', 'track', 'send', 'add', 'grant', 'deduct', 'consume', 'use', 'spend', 'submit', 'log']);
+/** Obligation verbs that, on a money server, make a generic document Financial. */
+const MONEY_DOCUMENT_VERBS = new Set(['create', 'update', 'submit', 'cancel', 'amend', 'approve', 'void', 'modify', 'edit', 'issue', 'finalize']);
+/** Heads that carry the money of the word before them ("payment link", "expense claim", "bounty application"). */
+const MONEY_HEADS = new Set(['link', 'item', 'intent', 'session', 'charge', 'method', 'order', 'event', 'events', 'record', 'note', 'receipt', 'memo', 'claim', 'entry', 'application', 'request', 'voucher']);
+/** Verbs that, done to a deployment, deploy. */
+const DEPLOYING_VERBS = new Set(['create', 'new', 'promote', 'rollback', 'revert', 'redeploy', 'retry', 'rerun', 'trigger', 'restart']);
+/** What a platform builds a service from. */
+const BUILD_SOURCES = new Set(['repo', 'repository', 'image', 'dockerfile', 'git']);
+/** What runs when it is submitted or started. */
+const RUNNABLE = new Set(['job', 'jobs', 'build', 'builds', 'pipeline', 'pipelines', 'workflow', 'workflows', 'batch', 'jcl', 'server', 'container', 'containers', 'vm', 'instance', 'instances', 'agent', 'agents', 'crawl', 'scan', 'run', 'task', 'tasks', 'emulator', 'simulator', 'sandbox']);
+/** Automations: activating one lets it run on its triggers. */
+const AUTOMATIONS = new Set(['workflow', 'workflows', 'pipeline', 'pipelines', 'automation', 'automations', 'trigger', 'triggers', 'cron', 'schedule', 'schedules', 'job', 'jobs', 'zap', 'zaps', 'flow', 'flows']);
+/** Containers an item is removed from, not destroyed ("remove a record from a list"). */
+const CONTAINERS = new Set(['list', 'lists', 'group', 'groups', 'collection', 'collections', 'set', 'playlist', 'board', 'team', 'project', 'cart', 'channel', 'queue', 'role', 'organization', 'workspace', 'space', 'album', 'segment', 'audience', 'favorites', 'watchlist', 'sequence', 'campaign']);
+/** Sign-in flows: starting one opens a session, it runs nothing. */
+const SIGN_IN = new Set(['auth', 'authentication', 'login', 'signin', 'sign_in', 'oauth', 'authorization', 'onboarding']);
+/** Conversations: starting one sends a message, it runs nothing. */
+const TALK_NOUNS = new Set(['conversation', 'conversations', 'chat', 'chats', 'thread', 'threads', 'discussion', 'dm']);
 const APPS = new Set(['app', 'apps', 'application', 'applications', 'service', 'services', 'release', 'releases', 'deployment', 'deployments', 'stack', 'stacks']);
-const READ_ONLY = /\b(read-only|readonly|read only|does not (?:modify|change|write)|doesn't (?:modify|change)|without (?:modifying|changing) anything)\b/;
+const READ_ONLY = /\b((?:read-only|readonly|read only)(?![ -](?:commands?|quer(?:y|ies)|operations?|statements?|sql|tools?|actions?|mode))|does not (?:modify|change|write)|doesn't (?:modify|change)|without (?:modifying|changing) anything|lecture seule|solo lectura)\b|只读|不产生任何变更|不会产生任何副作用/;
 
 function isMoney(o: string, verb: string, ctx: Context): boolean {
   return isNoun(MONEY_NOUNS, o) || (ctx.money && (baseForms(o).some((f) => CONTEXT_MONEY_NOUNS.get(f)?.has(verb)) || (METERED_NOUNS.has(o) && METERED_VERBS.has(verb))));
@@ -158,9 +180,14 @@ function refine(verb: string, base: Category, objects: string[], ctx: Context, p
     return raw;
   }
   if ((MONEY_VERBS_ON_OBJECT[verb] || (ctx.money && METERED_VERBS.has(verb))) && objects.length > 0) {
-    const money = (o: string) => isMoney(o, verb, ctx);
-    const moneyHead = money(direct) || (['link', 'item', 'intent', 'session', 'charge', 'method', 'order', 'event', 'events', 'record', 'note', 'receipt', 'memo'].includes(direct) && objects.some(money));
+    // "work order", "access token": a qualifier before a word picks its sense.
+    const qualified = (i: number) => i > 0 && NON_MONEY_QUALIFIERS.has(objects[i - 1]) && !isNoun(MONEY_NOUNS, objects[i]);
+    const moneyAt = (i: number) => isMoney(objects[i], verb, ctx) && !qualified(i);
+    const directAt = objects.lastIndexOf(direct);
+    const moneyHead = (directAt >= 0 ? moneyAt(directAt) : isMoney(direct, verb, ctx)) || (MONEY_HEADS.has(direct) && objects.some((_, i) => moneyAt(i)));
     if (moneyHead && !isNoun(REPORT_NOUNS, direct)) return act('Financial', 'moves money or creates an obligation to pay');
+    // Where money is the business, a document of any type can be an invoice or an order.
+    if (ctx.money && GENERIC_DOCUMENTS.has(direct) && MONEY_DOCUMENT_VERBS.has(verb) && objects.filter((o) => !ctx.serverWords.has(o)).length === 1) return act('Financial', 'can create or change a money document (an invoice, an order, a payment) on a server whose business is money');
   }
   if (['renew', 'register', 'purchase', 'buy', 'order'].includes(verb) && objects.some((o) => o === 'domain' || o === 'domains')) return act('Financial', 'buys something that is billed');
   if (['disable', 'remove', 'unset', 'turn', 'deactivate', 'delete', 'clear', 'unlock', 'drop', 'bypass'].includes(verb) && has(PROTECTION_NOUNS)) {
@@ -169,18 +196,33 @@ function refine(verb: string, base: Category, objects: string[], ctx: Context, p
   switch (base) {
     case 'Destructive':
       if (['remove', 'delete', 'clear', 'unlink', 'detach', 'revoke'].includes(verb) && lightFor(verb, objects)) return act('Write', 'is a small change that can be undone by adding it back');
+      // "remove a record from a list": the record stays; only its membership goes.
+      if (['remove', 'unassign', 'detach'].includes(verb) && objects.some((o, i) => o === 'from' && CONTAINERS.has(objects[i + 1] ?? ''))) return act('Write', 'is a small change that can be undone by adding it back');
       if (['terminate', 'kill', 'clean'].includes(verb) && has(PROCESS_NOUNS)) return act('Write', 'stops a process and destroys no data');
       return act('Destructive', 'destroys data or removes a protection');
     case 'Execute':
       if (verb === 'start' && has(PROCESS_NOUNS) && !has(EXEC_NOUNS)) return act('Write', 'is a bounded change');
+      if (verb === 'start' && has(TALK_NOUNS)) return act('Write', 'opens a conversation, which sends a message');
       if (['run', 'perform', 'execute', 'start', 'trigger', 'begin'].includes(verb) && (has(REPORT_NOUNS) || ['search', 'crawl', 'lookup'].includes(objects[0] ?? '')) && !has(EXEC_NOUNS)) return act('Read', 'only reads: the report or audit is predefined');
+      // "start_auth", "start a login flow": only a process, program or job is run by starting it.
+      if (verb === 'start' && objects.some((o) => SIGN_IN.has(o))) return act('Write', 'is a bounded change');
       if (verb === 'drop' && !ctx.browser) return act('Destructive', 'destroys what it names');
       if (verb === 'apply' && has(EDIT_NOUNS)) return act('Write', 'changes state in a bounded way');
       if (verb === 'build' && objects.some((o) => ARTEFACT_NOUNS.has(o))) return act('Read', HANDS_BACK);
       if (['type', 'press', 'fill', 'click', 'tap', 'hover', 'drag', 'drop', 'swipe', 'scroll', 'handle'].includes(verb)) return act('Execute', 'is a browser or device action that clicks, types or submits');
       return act('Execute', 'runs open-ended computation');
     case 'Write':
-      if (['clear', 'reset', 'empty'].includes(verb) && objects.some((o) => o === 'all' || o === 'everything' || o === 'entire')) return act('Destructive', 'discards everything it holds');
+      if (['clear', 'reset', 'empty'].includes(verb) && (objects.some((o) => o === 'all' || o === 'everything' || o === 'entire') || /^(?:all|everything|the entire|the whole|every)\b/i.test(phrase))) return act('Destructive', 'discards everything it holds');
+      // "submit a job", "enqueue a build": the job runs.
+      if (['submit', 'queue', 'enqueue'].includes(verb) && has(RUNNABLE)) return act('Execute', 'runs it');
+      // "activate a workflow": it runs from now on, whenever its trigger fires.
+      if (['activate', 'enable'].includes(verb) && objects.some((o) => AUTOMATIONS.has(o))) return act('Execute', 'lets it run whenever its trigger fires');
+      // Deployments in other words: making, promoting or rolling back a deployment deploys.
+      if (DEPLOYING_VERBS.has(verb) && objects.some((o) => o === 'deployment' || o === 'deployments')) return act('Execute', 'deploys it, running whatever the deployment runs');
+      // "create a service from a GitHub repository": the platform builds and deploys it.
+      if (['create', 'new', 'add'].includes(verb) && [...objects, ...ctx.nameNouns()].some((o) => APPS.has(o)) && [...objects, ...ctx.nameNouns()].some((o) => BUILD_SOURCES.has(o))) {
+        return act('Execute', 'builds and deploys it, running whatever its build runs');
+      }
       if (MAKING_VERBS.has(verb) && !objects.some((o) => isNoun(ctx.kept, o)) && (verb === 'create' || verb === 'make' ? has(PICTURE_NOUNS) : objects.some((o) => isNoun(ARTEFACT_NOUNS, o) || isNoun(REPORT_NOUNS, o))) && !SAVES_TO_DISK.test(ctx.description)) {
         return act('Read', HANDS_BACK);
       }
@@ -198,7 +240,7 @@ function refine(verb: string, base: Category, objects: string[], ctx: Context, p
     case 'Read':
       if (verb === 'download' && SAVES_TO_DISK.test(ctx.description)) return act('Write', 'writes the downloaded files to disk');
       if (['export', 'dump', 'render', 'convert', 'print'].includes(verb) && SAVES_TO_DISK.test(ctx.description)) return act('Write', 'writes the result to a file');
-      if ((['query', 'search', 'run', 'execute', 'find', 'select', 'aggregate'].includes(verb) && (ctx.sql || QUERY_LANGUAGE.test(ctx.description))) || ctx.languageInput()) {
+      if ((['query', 'search', 'run', 'execute', 'find', 'select', 'aggregate'].includes(verb) && (ctx.sql || (QUERY_LANGUAGE.test(ctx.description) && ctx.queryInput()))) || ctx.languageInput()) {
         return act('Execute', 'runs a query language, which is Execute even when it only reads');
       }
       return act('Read', 'only reads');
@@ -235,7 +277,9 @@ function nameAction(words: string[], ctx: Context): Action | undefined {
     return { verb: 'convert', category: 'Read', objects: [words[0]], phrase: `${words[0].toUpperCase()} to ${words[2]}`, effect: HANDS_BACK };
   }
   // A plural of a word that is as often a noun ("spider_links", "x64dbg_patches") names things, not the action.
-  const found = words.map((w, i) => ({ w, i, v: lookupVerb(w) })).filter((x) => x.v && !(x.i > 0 && x.w !== x.v.base && (AMBIGUOUS.has(x.v.base) || HTTP_METHODS.has(x.v.base))));
+  // So does the plural of a money verb ("companies_purchases", "list_deposits"): money verbs are money nouns too.
+  // And "-ing" ("boond_reporting_projects"): past the first word it names an activity, not the action.
+  const found = words.map((w, i) => ({ w, i, v: lookupVerb(w) })).filter((x) => x.v && !(x.i > 0 && x.w !== x.v.base && (/s$/.test(x.w) ? AMBIGUOUS.has(x.v.base) || HTTP_METHODS.has(x.v.base) || x.v.category === 'Financial' : /ing$/.test(x.w) && AMBIGUOUS.has(x.v.base))));
   if (found.length === 0) {
     // An agent noun names its action ("user-services-reader" reads, "site-updater" updates).
     for (const w of words) {
@@ -243,6 +287,9 @@ function nameAction(words: string[], ctx: Context): Action | undefined {
       const v = m ? lookupVerb(m[1]) ?? lookupVerb(`${m[1]}e`) : undefined;
       if (v && !AMBIGUOUS.has(v.base)) return { ...refine(v.base, v.category, words.filter((x) => x !== w), ctx), weak: true };
     }
+    // "boond_reporting_projects", "expenses_reports", "sales_dashboard": a predefined report or view, read.
+    const report = words.find((w) => w === 'reporting' || isNoun(REPORT_NOUNS, w) || w === 'dashboard' || w === 'overview');
+    if (report && !words.some((w) => isNoun(EXEC_NOUNS, w))) return { verb: 'report', category: 'Read', objects: words.filter((w) => w !== report), phrase: nounPhrase([report === 'reporting' ? 'report' : report.replace(/s$/, '')]), effect: 'only reads: the report or audit is predefined', weak: true };
     // One long token such as "sequentialthinking": look for a known verb inside it.
     for (const w of words) {
       if (w.length < 9) continue;
@@ -280,9 +327,13 @@ function nameAction(words: string[], ctx: Context): Action | undefined {
 
 const STOP = new Set(['a', 'an', 'the', 'new', 'to', 'of', 'for', 'from', 'in', 'on', 'all', 'any', 'one', 'or', 'and', 'with', 'by', 'using', 'your', 'its', 'their', 'this', 'that', 'specific', 'single', 'existing', 'given']);
 /** The description says the call's input is written in a query language ("get tasks using filter language"). */
-const LANGUAGE_INPUT = new RegExp(`\\b(?:using|with|in|via) (?:a |an |the )?(?:\\w+ )?(?:filter language|query syntax|${QUERY_LANGUAGE.source.slice(3)}`);
+const LANGUAGE_INPUT = new RegExp(`\\b(?:using|with|in|via) (?:a |an |the )?(?:\\w+ )?(?:filter language|query syntax|${QUERY_LANGUAGE.source.slice(3)}(?! (?:definitions?|source|text|code|files?|schemas?)\\b)`);
 /** Verbs that take another action as their object ("continue editing", "start tracking"). */
 const ASPECT_VERBS = new Set(['continue', 'start', 'stop', 'keep', 'resume', 'begin', 'finish']);
+/** Read-only views a description can open with. */
+const VIEW_NOUNS = new Set(['overview', 'kpi', 'dashboard']);
+/** Words after which a participle is the action ("by deleting", "and then starting"). */
+const ACTING = /^(?:by|and|or|then|while|when|after|before|for|is|are|be|being|been|gets?|will|to)$/;
 const DETERMINER = /^(?:a|an|the|all|any|its|their|your|this|these|those|each|every|first|next|last|final)$/;
 /** Words a cut-off phrase must not end on ("a heartbeat to prove this agent is"). */
 const DANGLING = /^(?:only|is|are|was|were|be|been|the|a|an|this|that|these|those|its|their|of|you|not|NOT)$/;
@@ -316,18 +367,35 @@ function descriptionAction(description: string, ctx: Context): Action | undefine
   const first = firstSentence(description);
   const fluff = FLUFF.exec(first.text)?.[0].length ?? 0;
   const sentence = first.lower.slice(fluff);
+  const tongue = languageOf(sentence);
+  // Chinese says its verb first and without spaces; the English words in it are identifiers.
+  if (tongue === 'cjk') {
+    const head = first.text.slice(fluff, fluff + 8);
+    const found = CJK_VERBS.map(([zh, en]) => ({ at: head.indexOf(zh), en })).filter((x) => x.at >= 0).sort((a, b) => a.at - b.at)[0];
+    const v = found ? lookupVerb(found.en) : undefined;
+    return v ? { ...refine(v.base, v.category, ctx.nameNouns(), ctx), verb: v.base, lead: true } : undefined;
+  }
+  const foreign = tongue === 'foreign';
   const firstVerb = sentence.split(/\s+/).findIndex((w) => lookupVerb(w.replace(/[^a-z0-9-]/g, '')));
   const phrase = phraseAction(sentence);
   const phraseAt = phrase ? sentence.split(/\s+/).indexOf(phrase.verb.split(' ')[0]) : -1;
-  if (phrase && (firstVerb < 0 || phraseAt <= firstVerb + 1)) return { ...phrase, phrase: objectPhrase(first.text.slice(fluff).split(/\s+/), sentence.split(/\s+/).indexOf(phrase.verb.split(' ').pop()!) + 1) };
+  // An agent named as the thing acted on ("注册新的 AI Agent", "register an AI agent") is not work handed to it.
+  if (phrase && !foreign && (firstVerb < 0 ? phraseAt === 0 || phrase.category !== 'Execute' || !/agent|assistant/.test(phrase.verb) : phraseAt <= firstVerb + 1)) return { ...phrase, phrase: objectPhrase(first.text.slice(fluff).split(/\s+/), sentence.split(/\s+/).indexOf(phrase.verb.split(' ').pop()!) + 1) };
   // "switch/suspend/resume" lists verbs as a slashed list does: one token each.
   const raw: string[] = [];
+  /** Verbs of a parenthesised list ("record operations (create/update/delete)"): each acts on the sentence's object. */
+  const listed: string[] = [];
   for (const w of first.text.slice(fluff).split(/\s+/, 24)) {
-    const parts = w.includes('/') && /^[a-z]+(?:\/[a-z]+)+,?$/i.test(w) ? w.replace(/,$/, '').split('/') : undefined;
-    if (parts && parts.some((p) => lookupVerb(p.toLowerCase())?.base === p.toLowerCase())) parts.forEach((p, i) => raw.push(i < parts.length - 1 ? `${p},` : p));
+    const parts = w.includes('/') && /^\(?[a-z]+(?:\/[a-z]+)+\)?,?$/i.test(w) ? w.replace(/^\(|\)?,?$/g, '').split('/') : undefined;
+    if (parts && w.startsWith('(') && /\),?$/.test(w)) { listed.push(...parts.map((p) => p.toLowerCase())); raw.push(w); } else if (parts && !w.startsWith('(') && parts.some((p) => lookupVerb(p.toLowerCase())?.base === p.toLowerCase())) parts.forEach((p, i) => raw.push(i < parts.length - 1 ? `${p},` : p));
     else raw.push(w);
   }
-  const words = raw.map((w) => w.toLowerCase().replace(/[^a-z0-9-]/g, ''));
+  // In French, Spanish or German only the translated verbs are verbs ("pays" is countries, not pay).
+  const words = raw.map((w) => {
+    if (!foreign) return w.toLowerCase().replace(/[^a-z0-9-]/g, '');
+    const plain = w.normalize('NFD').replace(/[\u0300-\u036f]/g, '').toLowerCase().replace(/[^a-z0-9-]/g, '');
+    return FOREIGN_VERBS.get(plain) ?? (lookupVerb(plain) ? `_${plain}` : plain);
+  });
   const compound = (i: number) => COMPOUND_HEADS.has(words[i]) && COMPOUND_NOUNS.some(([a, b]) => words[i] === a && words[i + 1] === b);
   // "for a completed story": a participle after a determiner describes a noun; it is not the action.
   const adjective = (i: number) => i > 0 && DETERMINER.test(words[i - 1]) && (words[i].endsWith('ed') || AMBIGUOUS.has(lookupVerb(words[i])!.base));
@@ -335,7 +403,18 @@ function descriptionAction(description: string, ctx: Context): Action | undefine
   const numbered = (i: number) => /^\d/.test(words[i + 1] ?? '') && AMBIGUOUS.has(lookupVerb(words[i])!.base);
   // "shrink notes": past the first word, the plural of a word that is as often a noun is the noun.
   const plural = (i: number, base: string) => i > 0 && words[i] !== base && words[i].endsWith('s') && AMBIGUOUS.has(base);
-  let at = words.findIndex((w, i) => { const v = lookupVerb(w); return v && (!HTTP_METHODS.has(v.base) || v.base === 'get' || v.base === 'delete') && !compound(i) && !adjective(i) && !numbered(i) && !plural(i, v.base); });
+  // "from submitted invoices", "item selling price", "qty ordered": past the first word, a participle
+  // describes a noun, unless an adverb, "by" or a conjunction makes it the action ("permanently deleting").
+  // "Execute an INSERT, UPDATE, or DELETE query": capitalised SQL keywords name kinds of statement.
+  const keyword = (i: number) => SQL_KEYWORDS.has(words[i]) && /^\(?[A-Z]{3,}\W*$/.test(raw[i]) && /\b(?:quer(?:y|ies)|statements?|sql)\b/.test(sentence);
+  // "Reporting des projets", "Billing overview": an opening -ing noun with no article after it is a heading.
+  const heading = (i: number, base: string) => i === 0 && words[0].endsWith('ing') && AMBIGUOUS.has(base) && !DETERMINER.test(words[1] ?? '');
+  const participle = (i: number, base: string) => heading(i, base) || i > 0 && words[i] !== base && /(?:ed|ing)$/.test(words[i]) && !/ly$/.test(words[i - 1]) && !ACTING.test(words[i - 1]) && !raw[i - 1].endsWith(',');
+  let at = words.findIndex((w, i) => { const v = lookupVerb(w); return v && (!HTTP_METHODS.has(v.base) || v.base === 'get' || v.base === 'delete') && !compound(i) && !adjective(i) && !numbered(i) && !plural(i, v.base) && !participle(i, v.base) && !keyword(i); });
+  // "Scatter chart: price vs quantity ordered", "Gross profit analysis — composed chart showing…": a
+  // description that opens by naming a picture or an overview describes what it hands back.
+  const view = words.slice(0, Math.min(at < 0 ? words.length : at, 6)).find((w) => PICTURE_NOUNS.has(w) || VIEW_NOUNS.has(w));
+  if (view && !SAVES_TO_DISK.test(ctx.description)) return { verb: 'show', category: 'Read', objects: [view], phrase: `${article(view)} ${view}`, effect: HANDS_BACK };
   if (at < 0) return undefined;
   // "link extraction": a noun before the action noun is its object, and the action noun the verb.
   const nominal = AMBIGUOUS.has(lookupVerb(words[at])!.base) ? actionNoun(words[at + 1] ?? '') : undefined;
@@ -356,11 +435,11 @@ function descriptionAction(description: string, ctx: Context): Action | undefine
     // A bare list of verbs ("breakpoint operations (set, get, remove)") acts on what the tool names.
     return found.length || from < words.length ? found : ctx.nameNouns();
   };
-  const objects = objectsAfter(tail + 1);
-  const phraseText = objectPhrase(raw, tail + 1);
+  const objects = foreign ? ctx.nameNouns() : objectsAfter(tail + 1);
+  const phraseText = foreign ? nounPhrase(objects) : objectPhrase(raw, tail + 1);
   // The head of the first noun phrase is what the verb acts on ("the default payment method" → method).
   let direct: string | undefined;
-  for (const w of words.slice(tail + 1, tail + 8)) {
+  for (const w of foreign ? [] : words.slice(tail + 1, tail + 8)) {
     if (STOP.has(w) && !direct) continue;
     if (!w || STOP.has(w) || PHRASE_END.test(w) || PREPOSITION.test(w)) break;
     if (!lookupVerb(w) || AMBIGUOUS.has(w) || direct) direct = w;
@@ -369,22 +448,39 @@ function descriptionAction(description: string, ctx: Context): Action | undefine
   const consider = (action: Action) => { if (!best || SEVERITY[action.category] > SEVERITY[best.category]) best = action; };
   for (const i of verbsAt) {
     const v = verbOf(i);
-    consider({ ...refine(v.base, v.category, objects, ctx, phraseText, direct ?? objects[0]), lead: at === 0 });
+    consider({ ...refine(v.base, v.category, objects, ctx, phraseText, direct ?? (foreign ? objects[objects.length - 1] : objects[0])), lead: at === 0 });
+  }
+  for (const w of listed) {
+    const v = lookupVerb(w);
+    if (v && v.base === w) consider({ ...refine(v.base, v.category, objects, ctx, phraseText, direct ?? objects[0]), verb: v.base });
   }
   // Later clauses of the same sentence that open with a plain verb ("list handles, get a name, or close a handle").
   for (let j = tail + 2; j < words.length; j++) {
     const afterOr = words[j - 1] === 'or';
     if (!(afterOr || /[,):]$/.test(raw[j - 1]))) continue;
     const v = lookupVerb(words[j]);
-    if (!v || v.base !== words[j] || (HTTP_METHODS.has(v.base) && v.base !== 'delete') || compound(j)) continue;
+    if (!v || v.base !== words[j] || (HTTP_METHODS.has(v.base) && v.base !== 'delete') || compound(j) || keyword(j)) continue;
     // A word that is as often a noun is a verb here only after "or", alone in its list item, or before a particle ("step into").
     if (AMBIGUOUS.has(v.base) && !afterOr && !/[,)]$/.test(raw[j]) && !PARTICLE.test(words[j + 1] ?? '')) continue;
     let from = j + 1;
     while (from < words.length && raw[from - 1].endsWith(',') && lookupVerb(words[from])) from++;
-    const own = objectsAfter(from);
-    consider({ ...refine(v.base, v.category, own, ctx, objectPhrase(raw, from), own[0]), verb: v.base });
+    const own = foreign ? objects : objectsAfter(from);
+    consider({ ...refine(v.base, v.category, own, ctx, foreign ? phraseText : objectPhrase(raw, from), own[0]), verb: v.base });
   }
   return best;
+}
+
+const SQL_KEYWORDS = new Set(['insert', 'update', 'delete', 'drop', 'select', 'create', 'alter', 'truncate', 'merge', 'grant', 'revoke', 'upsert', 'replace']);
+
+/** Whether a text is English, another language written in the Latin alphabet, or Chinese, Japanese or Korean. */
+function languageOf(text: string): 'en' | 'foreign' | 'cjk' {
+  // Without accented letters or CJK characters it is English here: French, Spanish and German descriptions carry accents.
+  if (!/[\u00c0-\u024f\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af]/.test(text)) return 'en';
+  const cjk = text.match(/[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af]/g)?.length ?? 0;
+  if (cjk >= 4 && cjk >= (text.match(/[a-z]+/g)?.length ?? 0)) return 'cjk';
+  // Stop words of French, Spanish or German, and words with their accents ("sociétés", "über").
+  const foreign = (text.match(FOREIGN_TEXT)?.length ?? 0) + (text.match(/[a-z]*[àâçéèêëîïôûùüÿñäöß][a-z]*/g)?.length ?? 0);
+  return foreign >= 2 && foreign > (text.match(ENGLISH_TEXT)?.length ?? 0) ? 'foreign' : 'en';
 }
 
 /** The verb an action noun names ("extraction" → extract, "deletion" → delete), if the lexicon knows it. */
@@ -414,6 +510,7 @@ function enumOf(schema: Record<string, unknown>): string[] {
  */
 function schemaAction(tool: ToolDefinition, base: Action | undefined, objects: string[], ctx: Context): { action: Action; why: string } | undefined {
   let best: { action: Action; why: string } | undefined;
+  let lower: { action: Action; why: string } | undefined;
   const consider = (action: Action, why: string) => {
     if (SEVERITY[action.category] > SEVERITY[best?.action.category ?? base?.category ?? 'Read']) best = { action, why };
   };
@@ -424,11 +521,20 @@ function schemaAction(tool: ToolDefinition, base: Action | undefined, objects: s
       consider({ ...base, category: 'Destructive', effect: 'discards work that cannot be recovered' }, `its \`${name}\` argument accepts "hard", which discards work`);
     }
     if (ACTION_PARAM.test(name) && verbs.length >= 2 && verbs.length * 2 >= values.length && !/\bfilter/.test(String(schema.description ?? '').toLowerCase())) {
+      let most: Action | undefined;
       for (const value of values) {
-        const [first] = nameWords(value);
+        const [first, ...rest] = nameWords(value);
         const v = first ? lookupVerb(first) : undefined;
         if (!v || v.base === 'run' || HTTP_METHODS.has(v.base) && v.base !== 'delete' && v.base !== 'get') continue;
-        consider(refine(v.base, v.category, ctx.nameNouns().length ? ctx.nameNouns() : objects, ctx), `its \`${name}\` argument can also ${value.replace(/[_-]+/g, ' ')}`);
+        // "modifyPlan" acts on the plan, "deleteCollection" on a collection; a bare "delete" on what the tool names.
+        const own = rest.filter((w) => !ctx.serverWords.has(w));
+        const action = refine(v.base, v.category, own.length ? own : ctx.nameNouns().length ? ctx.nameNouns() : objects, ctx);
+        if (!most || SEVERITY[action.category] > SEVERITY[most.category]) most = action;
+        consider(action, `its \`${name}\` argument can also ${value.replace(/[_-]+/g, ' ')}`);
+      }
+      // A generic name ("manage_data_model") does no more than its actions: if they only read, so does it.
+      if (most?.category === 'Read' && base?.category === 'Write' && GENERIC_VERBS.has(base.verb)) {
+        lower = { action: most, why: `its \`${name}\` argument only offers ${values.join(', ')}` };
       }
     }
     if (schema.type === 'boolean' && /^(?:delete|purge|wipe|erase)_?[a-z]/i.test(name)) {
@@ -439,7 +545,7 @@ function schemaAction(tool: ToolDefinition, base: Action | undefined, objects: s
       consider({ ...base, category: 'Destructive', effect: 'can discard work that cannot be recovered' }, `its \`${name}\` option forces the change through, discarding what it replaces`);
     }
   }
-  return best;
+  return best ?? lower;
 }
 
 /** Whether the schema lets the result be written to a file. */
@@ -502,6 +608,7 @@ export function classifyTool(tool: ToolDefinition, server: ServerContext = {}, p
   // Bounded: the reasoning lives in a description's opening, and regexes stay cheap on huge ones.
   const lowerDescription = description.slice(0, 1500).toLowerCase();
   let languageInput: boolean | undefined;
+  let queryInput: boolean | undefined;
   let leadVerb: { base: string; category: Category } | null | undefined;
   let nameNouns: string[] | undefined;
   const ctx: Context = {
@@ -512,10 +619,12 @@ export function classifyTool(tool: ToolDefinition, server: ServerContext = {}, p
     // Only a few verbs ask; the schema's text is costly to build for every tool.
     get sql() {
       const schemaText = JSON.stringify(tool.inputSchema ?? {}).slice(0, 4000).toLowerCase();
-      const value = SQL_CONTEXT.test(lowerDescription) || /"sql"/.test(schemaText) || QUERY_LANGUAGE.test(schemaText);
+      // A query language runs only where an argument carries one ("search procedures by their SQL text" does not).
+      const value = (SQL_CONTEXT.test(lowerDescription) || /"sql"/.test(schemaText) || QUERY_LANGUAGE.test(schemaText)) && this.queryInput();
       Object.defineProperty(this, 'sql', { value });
       return value;
     },
+    queryInput: () => (queryInput ??= topProperties(tool).some(([name]) => QUERY_PARAM.test(name) || LANGUAGE_PARAM.test(name))),
     serverWords: profile.words,
     kept: profile.kept,
     languageInput: () => (languageInput ??= LANGUAGE_INPUT.test(lowerDescription.slice(0, 200))),
@@ -586,7 +695,7 @@ export function classifyTool(tool: ToolDefinition, server: ServerContext = {}, p
   if (widened) {
     action = widened.action;
     if (!base) source = 'schema';
-    notes.push(`${capitalise(widened.why)}, and the most dangerous plausible effect decides.`);
+    notes.push(`${capitalise(widened.why)}, ${widened.why.includes('only offers') ? 'so it does no more than they do' : 'and the most dangerous plausible effect decides'}.`);
     evidence.push({ from: 'schema', text: widened.why });
   }
   const irreversible = action && !LIGHT_EFFECTS.has(action.effect) && action.category !== 'Destructive' && action.category !== 'Financial'
@@ -596,6 +705,12 @@ export function classifyTool(tool: ToolDefinition, server: ServerContext = {}, p
     action = { ...action, category: 'Destructive', effect: 'cannot be undone' };
     notes.push(`The description says “${irreversible.replace(/\s*[:!]$/, '')}”, so the change cannot be undone.`);
     evidence.push({ from: 'description', text: irreversible });
+  }
+  // On a server that runs agents, a message or task sent to one is work handed to it.
+  if (action && SEVERITY[action.category] < SEVERITY.Execute && lowerDescription.includes('agent') && AGENT_MESSAGE.test(lowerDescription.slice(0, 300)) && /\bagents?\b/.test(`${profile.text} ${server.siblings?.join(' ') ?? ''}`)) {
+    action = { ...action, category: 'Execute', effect: 'hands work to another agent' };
+    notes.push('It sends work to another agent, which runs it (SPEC: calls to other agents are Execute).');
+    evidence.push({ from: 'description', text: AGENT_MESSAGE.exec(lowerDescription)![0] });
   }
   const moneyText = lowerDescription.slice(0, 300);
   const said = action && action.category !== 'Financial' && SEVERITY[action.category] >= SEVERITY.Write ? movesMoney(moneyText) : undefined;

@@ -17,7 +17,7 @@ export const VERBS = new Map<string, Category>([
     wait expect assert discover query_docs resolve_library identify estimate measure test_connection lint audit
     trace capture_screenshot observe watch poll download render convert translate format recommend suggest
     diagnose troubleshoot debug_info grep cat head tail stat stats metric metrics scan open capture version schema
-    thinking think score forecast predict autocomplete help examine tokenize rerank rank classify detect access`),
+    thinking think score forecast predict autocomplete help examine tokenize rerank rank classify detect access transform`),
   ...verbs('Write', `create add update edit set put post send write move rename copy upload insert append modify patch assign
     unassign comment reply merge push commit fork star unstar label tag connect disconnect pause resume schedule
     invite subscribe unsubscribe enable disable toggle save store upsert publish unpublish close reopen approve unapprove
@@ -26,14 +26,15 @@ export const VERBS = new Map<string, Category>([
     pin unpin archive unarchive lock unlock restore revert reset rollback submit notify remind share unshare
     complete finish accept reject dismiss follow unfollow new make draft snooze transition
     duplicate clone scale record note reconnect compress finalize prepare manage confirm authorize void issue
-    transfer switch broadcast multicast give grant place hide unhide fix suspend decline report`),
+    transfer switch broadcast multicast give grant place hide unhide fix suspend decline report promote activate deactivate
+    forward relay`),
   ...verbs('Execute', `run execute exec eval evaluate invoke trigger launch spawn attach step continue deploy build compile
     install apply click tap press type fill hover drag drop swipe scroll interact rerun retry restart call perform
-    automate simulate sql start handle rollout upgrade downgrade cordon drain ship delegate`),
+    automate simulate sql start handle rollout upgrade downgrade cordon drain ship delegate redeploy`),
   ...verbs('Destructive', `delete remove destroy purge truncate wipe erase uninstall cleanup clean unprotect revoke kill
     terminate flush prune deprovision decommission overwrite nuke empty shred obliterate`),
   ...verbs('Financial', `pay refund charge payout withdraw purchase buy sell trade swap tip donate bill checkout
-    capture_payment transfer_funds deposit stake unstake borrow repay lend`),
+    capture_payment transfer_funds deposit stake unstake borrow repay lend hire`),
 ]);
 
 /** HTTP methods as tool verbs: with no object they are raw API calls. */
@@ -47,6 +48,8 @@ export const MONEY_NOUNS = new Set([
   'billing', 'money', 'funds', 'fund', 'wire', 'disbursement', 'remittance', 'credit', 'debit', 'paymentlink', 'intent',
   'usdc', 'usdt', 'eth', 'bnb', 'btc', 'crypto', 'cryptocurrency', 'erc20', 'nft', 'erc721', 'erc1155', 'allowance',
   'stablecoin', 'lamports', 'sats', 'payment_method', 'auto_renewal', 'spending', 'expense', 'expenses', 'deposit', 'deposits', 'sale', 'sales',
+  // Paying people: a bounty, escrow or payroll is money owed to someone.
+  'bounty', 'bounties', 'escrow', 'payroll', 'salary', 'salaries',
 ]);
 
 /**
@@ -55,7 +58,7 @@ export const MONEY_NOUNS = new Set([
  * payment; a `token` is a credential or a coin.
  */
 const MOVE = ['send', 'transfer', 'approve', 'buy', 'sell', 'swap', 'withdraw', 'deposit', 'stake'];
-const OBLIGE = ['create', 'place', 'cancel', 'update', 'modify', 'edit', 'close', 'submit', 'execute', 'send', 'approve', 'amend', 'replace'];
+const OBLIGE = ['create', 'place', 'cancel', 'update', 'modify', 'edit', 'close', 'submit', 'execute', 'send', 'approve', 'amend', 'replace', 'delete', 'confirm'];
 const CHANGE = ['update', 'modify', 'edit', 'cancel', 'change', 'upgrade', 'downgrade'];
 const senses = (verbs: string[], nouns: string) => nouns.split(' ').map((n): [string, Set<string>] => [n, new Set(verbs)]);
 
@@ -65,6 +68,20 @@ export const CONTEXT_MONEY_NOUNS = new Map<string, Set<string>>([
   ...senses(CHANGE, 'plan'),
   ...senses([...CHANGE, 'set'], 'leverage margin'),
 ]);
+
+/**
+ * Nouns that, written before one of those words, pick its other sense: a work order is made in a
+ * factory, a database transaction commits rows, an access token is a credential, a battery charge
+ * is a level, a scroll position is on a screen.
+ */
+export const NON_MONEY_QUALIFIERS = new Set([
+  'work', 'sort', 'display', 'job', 'production', 'manufacturing', 'maintenance', 'build', 'change', 'sequence',
+  'database', 'db', 'sql', 'git', 'batch', 'access', 'api', 'auth', 'refresh', 'bearer', 'session', 'jwt', 'csrf',
+  'personal', 'oauth', 'id', 'battery', 'scroll', 'cursor', 'window', 'mouse', 'camera', 'page',
+]);
+
+/** Generic objects: what they are is an argument, so on a money server any of them can be an invoice or an order. */
+export const GENERIC_DOCUMENTS = new Set(['document', 'documents', 'doc', 'docs', 'doctype', 'record', 'records', 'entity', 'entities']);
 
 /** A server (by name, instructions or siblings) whose business is money. */
 export const MONEY_SERVER = /\b(pay(?:ments?)?|billing|invoic\w*|subscriptions?|wallets?|crypto\w*|blockchain|exchange|trading|trades?|ccxt|stripe|paypal|paddle|defi|swap|balances?|ledger|merchant|storefront|e-?commerce|shop(?:ify)?|erc20|web3|evm|bnb\w*|ethereum|solana|bitcoin|futures|forex|brokerage)\b/;
@@ -83,6 +100,7 @@ export const MONEY_VERBS_ON_OBJECT: Record<string, Category> = {
   place: 'Financial', transfer: 'Financial', process: 'Financial', upgrade: 'Financial', downgrade: 'Financial',
   pause: 'Financial', resume: 'Financial', enable: 'Financial', disable: 'Financial', set: 'Financial', renew: 'Financial',
   change: 'Financial', buy: 'Financial', close: 'Financial', modify: 'Financial', edit: 'Financial', register: 'Financial',
+  complete: 'Financial', release: 'Financial', delete: 'Financial',
 };
 
 
@@ -143,7 +161,7 @@ export const EXEC_NOUNS = new Set([
 ]);
 
 /** The same, as the description says it. */
-export const EXEC_PROSE = /\b(debug(?:ger|ging)? session|debugger|debugpy|(?:python|shell|bash|node) (?:script|process|code)|running (?:python )?process(?:es)?|attach(?:es)? (?:a debugger|debugpy|to (?:a |the )?(?:running )?process)|kernel|execut(?:e|es|ing) (?:code|commands?|scripts?|sql)|runs? (?:code|commands?|scripts?|sql)|shell commands?)\b/;
+export const EXEC_PROSE = /\b(debug(?:ger|ging)? session|debugger|debugpy|(?:python|shell|bash|node) (?:script|process|code)|running (?:python )?process(?:es)?|attach(?:es)? (?:a debugger|debugpy|to (?:a |the )?(?:running )?process)|kernel|execut(?:e|es|ing) (?:an? |the |any )?(?:[\w/-]+ )?(?:code|commands?|scripts?|sql)|runs? (?:an? |the |any )?(?:code|commands?|scripts?|sql)|shell commands?|tmux|(?:terminal|shell) (?:pane|window|session))\b/;
 
 /** Read-only products: creating or running one only reads. */
 export const REPORT_NOUNS = new Set(['audit', 'audits', 'scan', 'scans', 'score', 'scores', 'lighthouse', 'report', 'reports', 'export', 'summary', 'analysis', 'insight', 'insights', 'snapshot', 'preview', 'qr', 'estimate', 'quote']);
@@ -152,7 +170,7 @@ export const REPORT_NOUNS = new Set(['audit', 'audits', 'scan', 'scans', 'score'
 export const LIGHT_NOUNS = new Set([
   'reaction', 'emoji', 'breakpoint', 'watchpoint', 'logpoint', 'link', 'watcher', 'star', 'favorite', 'bookmark', 'highlight', 'filter',
   'subscriber', 'follower', 'listener', 'pin', 'session', 'forward', 'port', 'draft_reply', 'cache',
-  'redirect', 'forwarding',
+  'redirect', 'forwarding', 'proxy', 'tunnel',
 ]);
 
 /** Also light when *removed* from something (remove_label detaches; delete_label destroys the label). */
@@ -190,7 +208,7 @@ export const MAKING_VERBS = new Set(['generate', 'render', 'draw', 'create', 'ma
 export const QUERY_LANGUAGE = /\b(sql|promql|logql|metricsql|cypher|esql|es\|ql|instaql|graphql|sparql|kql|influxql|flux query|query dsl|query language|lucene|aggregation pipeline|datalog|n1ql|hogql|traceql|soql|sosl|wiql|jql)\b/;
 
 /** Parameters whose value is a query language: a call that takes one runs it. */
-export const LANGUAGE_PARAM = /^(?:sql|soql|sosl|wiql|jql|cypher|promql|logql|kql|hogql|esql|sparql|query_?dsl)$/i;
+export const LANGUAGE_PARAM = /^(?:sql|soql|sosl|wiql|jql|cypher|promql|logql|kql|hogql|esql|sparql|query_?dsl|where|where_?clause)$/i;
 
 /** Objects whose removal is the removal of a process, not of data. */
 export const PROCESS_NOUNS = new Set(['app', 'application', 'process', 'session', 'task', 'job', 'tab', 'page', 'browser', 'recording', 'trace', 'port', 'forward', 'connection', 'screencast', 'codegen']);
@@ -225,3 +243,40 @@ export function lookupVerb(word: string): { base: string; category: Category } |
 export function isNoun(set: Set<string>, word: string): boolean {
   return baseForms(word).some((f) => set.has(f));
 }
+
+/**
+ * Descriptions written in another language: their opening verb, mapped to the lexicon's English
+ * (accents stripped, lower-case). English words inside such text are identifiers ("pays" is
+ * French for countries), so only these count.
+ */
+export const FOREIGN_VERBS = new Map<string, string>([
+  // French
+  ...pairs('get', 'recupere recuperer obtient obtenir retourne renvoie fournit'),
+  ...pairs('list', 'liste lister'), ...pairs('search', 'recherche rechercher cherche'), ...pairs('show', 'affiche afficher'),
+  ...pairs('read', 'lit lire consulte consulter'), ...pairs('analyze', 'analyse analyser identifie produit compile'),
+  ...pairs('create', 'cree creer ajoute ajouter enregistre enregistrer attache attacher'), ...pairs('update', 'modifie modifier'),
+  ...pairs('delete', 'supprime supprimer efface effacer detruit detruire'), ...pairs('execute', 'execute executer lance lancer'),
+  ...pairs('deploy', 'deploie deployer'), ...pairs('pay', 'paie paye payer rembourse rembourser'), ...pairs('buy', 'achete acheter'),
+  ...pairs('send', 'envoie envoyer'),
+  // Spanish
+  ...pairs('get', 'obtiene obtener devuelve'), ...pairs('list', 'lista listar'), ...pairs('search', 'busca buscar'),
+  ...pairs('create', 'crea crear anade'), ...pairs('update', 'actualiza actualizar'), ...pairs('delete', 'elimina eliminar borra borrar'),
+  ...pairs('execute', 'ejecuta ejecutar'), ...pairs('pay', 'paga pagar'), ...pairs('send', 'envia enviar'),
+  // German
+  ...pairs('get', 'liefert holt ruft'), ...pairs('list', 'listet'), ...pairs('search', 'sucht'), ...pairs('create', 'erstellt erzeugt'),
+  ...pairs('update', 'aktualisiert andert'), ...pairs('delete', 'loscht entfernt'), ...pairs('execute', 'fuhrt'), ...pairs('pay', 'bezahlt zahlt'),
+]);
+function pairs(english: string, words: string): [string, string][] { return words.split(' ').map((w) => [w, english]); }
+
+/** Chinese verbs a description opens with, and their English. */
+export const CJK_VERBS: [string, string][] = [
+  ['查询', 'query'], ['获取', 'get'], ['列出', 'list'], ['搜索', 'search'], ['检索', 'search'], ['读取', 'read'], ['查看', 'view'],
+  ['浏览', 'browse'], ['分析', 'analyze'], ['创建', 'create'], ['新建', 'create'], ['添加', 'add'], ['注册', 'register'],
+  ['发布', 'publish'], ['发送', 'send'], ['修改', 'update'], ['更新', 'update'], ['编辑', 'edit'], ['评论', 'comment'], ['点赞', 'like'],
+  ['删除', 'delete'], ['销毁', 'destroy'], ['清空', 'wipe'], ['执行', 'execute'], ['运行', 'run'], ['部署', 'deploy'], ['调用', 'call'],
+  ['支付', 'pay'], ['付款', 'pay'], ['购买', 'buy'], ['退款', 'refund'], ['转账', 'transfer_funds'], ['雇佣', 'hire'],
+];
+
+/** Stop words that say a text is French, Spanish or German rather than English. */
+export const FOREIGN_TEXT = /(?:^|\s)(?:le|la|les|un|une|de|des|du|et|ou|par|sur|pour|avec|dans|est|sont|aux|d'un|d'une|el|los|las|una|del|para|con|por|der|die|das|eine|und|mit|für|von|ist)(?=\s|$)/g;
+export const ENGLISH_TEXT = /(?:^|\s)(?:the|a|an|of|to|for|with|and|is|are|in|on|from|by|this|that|or)(?=\s|$)/g;

@@ -2,15 +2,19 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { classifyTools, CATEGORIES, type Category, type Classification, type ToolDefinition } from '../../src/risk/index.js';
 
-/** `dev`: the servers added later as a tuning set, labelled before the classifier saw them. */
-export interface Example { server: string; tool: ToolDefinition; label: Category; holdout: boolean; dev: boolean; got: Classification }
+/** `dev`: the servers added later as a tuning set, labelled before the classifier saw them; `batch` names
+ * their batch (`dev`…`dev9`), or is `corpus` for the first corpus. */
+export interface Example { server: string; tool: ToolDefinition; label: Category; holdout: boolean; dev: boolean; batch: string; got: Classification }
+
+export const DEV_BATCHES = ['dev', 'dev2', 'dev3', 'dev4', 'dev5', 'dev6', 'dev7', 'dev8', 'dev9'] as const;
 
 const DIR = import.meta.dirname;
 
 /** Every labelled tool of the corpus, classified with its server's context. */
 export function classifyCorpus(): Example[] {
-  const { labels, holdout, dev: dev1 = [], dev2 = [], dev3 = [] } = JSON.parse(readFileSync(join(DIR, 'labels.json'), 'utf8')) as { labels: Record<string, Record<string, Category>>; holdout: string[]; dev?: string[]; dev2?: string[]; dev3?: string[] };
-  const dev = [...dev1, ...dev2, ...dev3];
+  const file = JSON.parse(readFileSync(join(DIR, 'labels.json'), 'utf8')) as { labels: Record<string, Record<string, Category>>; holdout: string[] } & Partial<Record<(typeof DEV_BATCHES)[number], string[]>>;
+  const { labels, holdout } = file;
+  const batchOf = new Map<string, string>(DEV_BATCHES.flatMap((b) => (file[b] ?? []).map((server) => [server, b] as [string, string])));
   const out: Example[] = [];
   for (const file of readdirSync(join(DIR, 'servers')).sort()) {
     const server = file.replace(/\.json$/, '');
@@ -20,7 +24,8 @@ export function classifyCorpus(): Example[] {
       : classifyTools(data.tools, { name: data.server.name, instructions: data.server.instructions ?? undefined });
     data.tools.forEach((tool, i) => {
       const label = labels[server]?.[tool.name];
-      if (label) out.push({ server, tool, label, holdout: holdout.includes(server), dev: dev.includes(server), got: results[i] });
+      const batch = batchOf.get(server) ?? 'corpus';
+      if (label) out.push({ server, tool, label, holdout: holdout.includes(server), dev: batch !== 'corpus', batch, got: results[i] });
     });
   }
   return out;

@@ -87,6 +87,57 @@ const TARGETS: HarvestTarget[] = [
   { slug: 'slop', pkg: '@standardbeagle/slop-mcp' },
   { slug: 'text2image', pkg: 'text2image-mcp', env: { GEMINI_API_KEY: FAKE } },
   // (supabase-mcp and spritecook-mcp would not list without their backends.)
+  // Fifth dev batch (dev5: money, destruction and execution on servers of kinds the corpus lacks —
+  // ERP, hiring people, Railway deploys, Coolify, shells, Docker), npm
+  // names whose sha1 starts with 8–f (a parallel labeller takes 0–7); labelled before the
+  // classifier saw them.
+  { slug: 'erpnext', pkg: '@casys/mcp-erpnext', env: { ERPNEXT_URL: 'http://127.0.0.1:1', ERPNEXT_API_KEY: FAKE, ERPNEXT_API_SECRET: FAKE } },
+  { slug: 'railway-jasontan', pkg: '@jasontanswe/railway-mcp', env: { RAILWAY_API_TOKEN: FAKE } },
+  { slug: 'coolify-felix', pkg: '@felixallistar/coolify-mcp', env: { COOLIFY_BASE_URL: 'http://127.0.0.1:1', COOLIFY_API_URL: 'http://127.0.0.1:1', COOLIFY_API_TOKEN: FAKE, COOLIFY_TOKEN: FAKE } },
+  { slug: 'commands-agent-infra', pkg: '@agent-infra/mcp-server-commands' },
+  { slug: 'humanagent', pkg: 'humanagent-mcp', env: { HUMANAGENT_API_KEY: FAKE } },
+  { slug: 'docker-exec', pkg: 'mcp-server-docker' },
+  // Sixth dev batch (dev6: shells, containers, SQL servers, agents, n8n, a cloud backend, a CRM, an
+  // ERP with invoices, a mainframe), same rules as dev5, harvested after the dev5 tuning and only
+  // measured, never tuned on.
+  { slug: 'just-bash', pkg: 'just-bash-mcp' },
+  { slug: 'mysql-f4ww4z', pkg: '@f4ww4z/mcp-mysql-server', env: { MYSQL_HOST: '127.0.0.1', MYSQL_PORT: '1', MYSQL_USER: 'x', MYSQL_PASSWORD: FAKE, MYSQL_DATABASE: 'x' } },
+  { slug: 'mssql', pkg: 'mssql-mcp-server', env: { MSSQL_SERVER: '127.0.0.1', MSSQL_PORT: '1', MSSQL_USER: 'x', MSSQL_PASSWORD: FAKE, MSSQL_DATABASE: 'x', DB_SERVER: '127.0.0.1', DB_USER: 'x', DB_PASSWORD: FAKE, DB_DATABASE: 'x' } },
+  { slug: 'agent-orchestrator-kkweon', pkg: '@kkweon/agent-orchestrator-mcp' },
+  { slug: 'n8n-illuminaresolutions', pkg: '@illuminaresolutions/n8n-mcp-server', env: { N8N_HOST: 'http://127.0.0.1:1', N8N_API_KEY: FAKE } },
+  { slug: 'cloudbase', pkg: '@cloudbase/cloudbase-mcp', env: { TENCENTCLOUD_SECRETID: 'x', TENCENTCLOUD_SECRETKEY: FAKE, CLOUDBASE_ENV_ID: 'x' } },
+  { slug: 'attio', pkg: 'attio-mcp', bin: 'attio-mcp', env: { ATTIO_API_KEY: FAKE } },
+  { slug: 'boondmanager', pkg: 'boondmanager-mcp-server', env: { BOOND_API_URL: 'http://127.0.0.1:1', BOOND_USER_TOKEN: FAKE, BOOND_CLIENT_TOKEN: FAKE, BOOND_CLIENT_KEY: FAKE } },
+  { slug: 'zowe', pkg: '@gestell/zowe-mcp' },
+  // Tried and left out: containerization-assist-mcp and mcpfirestoredb (exit before listing).
+  // Seventh dev batch (dev7: a game engine, media servers, iCloud mail/contacts/calendar, gcloud), same
+  // rules, harvested after the dev6 tuning and only measured.
+  { slug: 'godot', pkg: '@coding-solo/godot-mcp', env: { GODOT_PATH: '/bin/true' } },
+  { slug: 'arr', pkg: 'mcp-arr-server', env: { SONARR_URL: 'http://127.0.0.1:1', SONARR_API_KEY: FAKE, RADARR_URL: 'http://127.0.0.1:1', RADARR_API_KEY: FAKE, LIDARR_URL: 'http://127.0.0.1:1', LIDARR_API_KEY: FAKE, PROWLARR_URL: 'http://127.0.0.1:1', PROWLARR_API_KEY: FAKE } },
+  { slug: 'icloud', pkg: 'icloud-mcp', env: { IMAP_USER: 'x@icloud.com', IMAP_PASSWORD: FAKE, ICLOUD_EMAIL: 'x@icloud.com', ICLOUD_APP_PASSWORD: FAKE } },
+  { slug: 'gcloud', pkg: '@google-cloud/gcloud-mcp' },
+  // Tried and left out (exit before listing without their backends): @trueclicks/google-ads-mcp-js,
+  // @agent-relay/mcp, @dopplerhq/mcp-server, mcp-google-sheets, @railway/mcp-server.
+  // Eighth dev batch (dev8: a Playwright fork, Hevy, Postman, BrowserStack), same rules, harvested
+  // after every classifier change of this round and only measured.
+  { slug: 'playwright-ejazullah', pkg: '@ejazullah/mcp-playwright' },
+  { slug: 'hevy', pkg: 'hevy-mcp', env: { HEVY_API_KEY: FAKE } },
+  { slug: 'postman', pkg: '@postman/postman-mcp-server', env: { POSTMAN_API_KEY: FAKE } },
+  { slug: 'browserstack', pkg: '@browserstack/mcp-server', env: { BROWSERSTACK_USERNAME: 'x', BROWSERSTACK_ACCESS_KEY: FAKE } },
+  // Tried and left out: mcp-dataverse (exits before listing), discogs-mcp-server (a git dependency
+  // that npm cannot fetch here).
+  // Ninth dev batch (dev9: GraphQL, Roblox Studio, Webflow, Ashby, Backlog), same rules, harvested after every classifier change of this round and
+  // only measured.
+  { slug: 'graphql', pkg: 'mcp-graphql', env: { ENDPOINT: 'http://127.0.0.1:1/graphql', ALLOW_MUTATIONS: 'true' } },
+  { slug: 'roblox-studio', pkg: 'robloxstudio-mcp' },
+  { slug: 'webflow', pkg: 'webflow-mcp-server', env: { WEBFLOW_TOKEN: FAKE, WEBFLOW_API_TOKEN: FAKE } },
+  { slug: 'backlog', pkg: 'backlog-mcp-server', env: { BACKLOG_DOMAIN: 'x.backlog.com', BACKLOG_API_KEY: FAKE } },
+  { slug: 'ashby', pkg: 'ashby-mcp', env: { ASHBY_API_KEY: FAKE } },
+  // Tried and left out: @coolver/home-assistant-mcp (exits before listing).
+  // Tried and left out: @0xshariq/docker-mcp-server (its bin is a CLI, not a server),
+  // edgeone-pages-mcp-fullstack (no answer in 25 s), @leonardsellem/n8n-mcp-server (checks its API
+  // before listing), @cmd233/mcp-database-server (native sqlite3 needs an install script), ebay-mcp
+  // (299 tools, more than one sitting can label); parallax-agent-runtime would not install.
   // Third dev batch (accounting and commerce), labelled before the classifier saw it.
   { slug: 'xero', pkg: '@xeroapi/xero-mcp-server', env: { XERO_CLIENT_ID: 'x', XERO_CLIENT_SECRET: FAKE } },
   { slug: 'quickbooks', pkg: 'quickbooks-mcp', env: { QUICKBOOKS_CLIENT_ID: 'x', QUICKBOOKS_CLIENT_SECRET: FAKE, QUICKBOOKS_REFRESH_TOKEN: FAKE, QUICKBOOKS_REALM_ID: '1', QUICKBOOKS_ENVIRONMENT: 'sandbox' } },
