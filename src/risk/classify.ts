@@ -41,6 +41,8 @@ export interface ServerProfile {
   money: boolean;
   /** The server deploys applications (GitOps, CD): a sync there is a deployment. */
   deploy: boolean;
+  /** The server's name, instructions or tool names speak of agents. */
+  agents: boolean;
   text: string;
   words: Set<string>;
 }
@@ -579,6 +581,8 @@ function keptNouns(siblings: readonly string[], serverWords: Set<string>): Set<s
 }
 
 /** What the sibling tools and the server's own words say, computed once per server. */
+const AGENTS = /\bagents?\b/;
+
 export function serverProfile(server: ServerContext): ServerProfile {
   const siblings = server.siblings ?? [];
   const text = `${server.name ?? ''} ${server.instructions ?? ''}`.toLowerCase();
@@ -587,6 +591,7 @@ export function serverProfile(server: ServerContext): ServerProfile {
     browser: (siblings.some((s) => /click/.test(s)) && siblings.some((s) => /navigate|screenshot/.test(s))) || BROWSER_SERVER.test((server.name ?? '').toLowerCase()),
     money: MONEY_SERVER.test(text) || MONEY_SERVER.test(siblingWords),
     deploy: DEPLOY_SERVER.test(text) || DEPLOY_SERVER.test(siblingWords),
+    agents: AGENTS.test(text) || siblings.some((s) => AGENTS.test(s)),
     text,
     words: new Set(nameWords(server.name ?? '')),
     kept: keptNouns(siblings, new Set(nameWords(server.name ?? ''))),
@@ -707,7 +712,7 @@ export function classifyTool(tool: ToolDefinition, server: ServerContext = {}, p
     evidence.push({ from: 'description', text: irreversible });
   }
   // On a server that runs agents, a message or task sent to one is work handed to it.
-  if (action && SEVERITY[action.category] < SEVERITY.Execute && lowerDescription.includes('agent') && AGENT_MESSAGE.test(lowerDescription.slice(0, 300)) && /\bagents?\b/.test(`${profile.text} ${server.siblings?.join(' ') ?? ''}`)) {
+  if (action && SEVERITY[action.category] < SEVERITY.Execute && lowerDescription.includes('agent') && AGENT_MESSAGE.test(lowerDescription.slice(0, 300)) && profile.agents) {
     action = { ...action, category: 'Execute', effect: 'hands work to another agent' };
     notes.push('It sends work to another agent, which runs it (SPEC: calls to other agents are Execute).');
     evidence.push({ from: 'description', text: AGENT_MESSAGE.exec(lowerDescription)![0] });
