@@ -230,7 +230,23 @@ const ING_NOUNS = new Set([
 
 const NOT_PLURAL = new Set(['news', 'status', 'series', 'analysis', 'canvas', 'alias', 'bus', 'gas', 'process', 'access', 'address', 'class', 'progress']);
 
-export function lookupVerb(word: string): { base: string; category: Category } | undefined {
+export interface Verb { readonly base: string; readonly category: Category }
+
+/** Tools share their words: each word's answer is worked out once (bounded, for servers that never repeat one). */
+const verbCache = new Map<string, Verb | null>();
+const VERB_CACHE_MAX = 50_000;
+
+export function lookupVerb(word: string): Verb | undefined {
+  let verb = verbCache.get(word);
+  if (verb === undefined) {
+    if (verbCache.size >= VERB_CACHE_MAX) verbCache.clear();
+    verb = findVerb(word) ?? null;
+    verbCache.set(word, verb);
+  }
+  return verb ?? undefined;
+}
+
+function findVerb(word: string): Verb | undefined {
   if (ING_NOUNS.has(word)) return undefined;
   if (NOT_PLURAL.has(word)) { const c = VERBS.get(word); return c ? { base: word, category: c } : undefined; }
   for (const form of baseForms(word)) {
