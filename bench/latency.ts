@@ -66,10 +66,13 @@ async function measureInterleaved(setups: Record<string, string[]>, calls: numbe
 /** Added p50 (over direct) of toolgate, at most this many times the bare proxy's (issue 15). */
 const TARGETS: Record<string, number> = { 'toolgate (memory counters)': 1.3, 'toolgate (sqlite counters)': 1.8 };
 
-export async function benchLatency(calls = 2000, rounds = Number(process.env.BENCH_ROUNDS ?? 5)): Promise<Record<string, { p50: number; p99: number }>> {
-  const dir = mkdtempSync(join(tmpdir(), 'tg-latency-'));
-  // The databases live apart from the policy, as in a real install (~/.toolgate beside a project's
-  // policy): their WAL writes must not count as policy-file events.
+/**
+ * The stdio setups every stdio bench compares, on one policy (default deny, a regex deny_if and
+ * two limits on echo) under `dir`: direct, the bare proxy, toolgate run with memory and with SQLite
+ * counters. The databases live apart from the policy, as in a real install (~/.toolgate beside a
+ * project's policy): their WAL writes must not count as policy-file events.
+ */
+export function stdioSetups(dir: string): { env: NodeJS.ProcessEnv; setups: Record<string, string[]> } {
   const policyDir = join(dir, 'policy');
   const dataDir = process.env.BENCH_DATA_BESIDE_POLICY ? policyDir : join(dir, 'data');
   mkdirSync(policyDir);
@@ -86,12 +89,20 @@ export async function benchLatency(calls = 2000, rounds = Number(process.env.BEN
   const env = { ...process.env, TOOLGATE_HOME: dataDir, TOOLGATE_LOG_LEVEL: 'error' } as NodeJS.ProcessEnv;
   const toolgate = (state: string, audit: string) =>
     [process.execPath, ...(process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []), join(ROOT, 'bin/toolgate.js'), 'run', '-p', policy, '--state', state, '--audit', join(dataDir, audit), '--', process.execPath, EVERYTHING];
-  const setups: Record<string, string[]> = {
-    direct: [process.execPath, EVERYTHING],
-    'bare proxy': [process.execPath, join(ROOT, 'bench/bare-proxy.mjs'), process.execPath, EVERYTHING],
-    'toolgate (memory counters)': toolgate('memory:', 'audit-m.db'),
-    'toolgate (sqlite counters)': toolgate(`sqlite:${join(dataDir, 'state.db')}`, 'audit-s.db'),
+  return {
+    env,
+    setups: {
+      direct: [process.execPath, EVERYTHING],
+      'bare proxy': [process.execPath, join(ROOT, 'bench/bare-proxy.mjs'), process.execPath, EVERYTHING],
+      'toolgate (memory counters)': toolgate('memory:', 'audit-m.db'),
+      'toolgate (sqlite counters)': toolgate(`sqlite:${join(dataDir, 'state.db')}`, 'audit-s.db'),
+    },
   };
+}
+
+export async function benchLatency(calls = 2000, rounds = Number(process.env.BENCH_ROUNDS ?? 5)): Promise<Record<string, { p50: number; p99: number }>> {
+  const dir = mkdtempSync(join(tmpdir(), 'tg-latency-'));
+  const { env, setups } = stdioSetups(dir);
   const ours = Object.keys(setups).filter((n) => n.startsWith('toolgate'));
   const p50s: Record<string, number[]> = {};
   const p99s: Record<string, number[]> = {};

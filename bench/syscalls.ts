@@ -5,14 +5,12 @@
 // ratio that bench/latency.ts and bench/gateway.ts report.
 // Needs strace (Debian). Usage: node --import tsx bench/syscalls.ts [CALLS] [SECONDS]
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { openSession, startTargets, wrk } from './gateway.js';
-import { start } from './latency.js';
+import { start, stdioSetups } from './latency.js';
 
-const ROOT = resolve(import.meta.dirname, '..');
-const EVERYTHING = join(ROOT, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js');
 const [calls, seconds] = [Number(process.argv[2] ?? 2000), Number(process.argv[3] ?? 5)];
 const dir = mkdtempSync(join(tmpdir(), 'tg-syscalls-'));
 
@@ -41,22 +39,9 @@ async function traced(name: string, proc: ChildProcess, load: () => Promise<numb
 }
 
 console.log(`system calls per tools/call echo by the proxy process (strace -c -f), ${calls} sequential calls over stdio:`);
-const policyDir = join(dir, 'policy');
-mkdirSync(policyDir);
-const policy = join(policyDir, 'policy.json');
-writeFileSync(policy, JSON.stringify({
-  version: '1', default: 'deny',
-  all_tools: { limits: [{ counter: 'calls', window: 'minute', max: 1e9 }] },
-  tools: { echo: { limits: [{ counter: 'echo', window: 'second', max: 1e6, scope: 'session' }] } },
-}));
-const env = { ...process.env, TOOLGATE_HOME: dir, TOOLGATE_LOG_LEVEL: 'error' } as NodeJS.ProcessEnv;
-const toolgate = (state: string, audit: string) => [process.execPath, join(ROOT, 'bin/toolgate.js'), 'run', '-p', policy, '--state', state, '--audit', join(dir, audit), '--', process.execPath, EVERYTHING];
-const stdio: Record<string, string[]> = {
-  'bare proxy': [process.execPath, join(ROOT, 'bench/bare-proxy.mjs'), process.execPath, EVERYTHING],
-  'toolgate run (memory counters)': toolgate('memory:', 'audit-m.db'),
-  'toolgate run (sqlite counters)': toolgate(`sqlite:${join(dir, 'state.db')}`, 'audit-s.db'),
-};
-for (const [name, command] of Object.entries(stdio)) {
+const { env, setups } = stdioSetups(dir);
+const stdio = Object.entries(setups).filter(([name]) => name !== 'direct');
+for (const [name, command] of stdio) {
   const client = await start(command, env);
   await traced(name, client.child, async () => {
     for (let i = 1; i <= calls; i++) await client.call(i, 'tools/call', { name: 'echo', arguments: { message: `hello ${i}` } });
