@@ -580,9 +580,9 @@ function keptNouns(siblings: readonly string[], serverWords: Set<string>): Set<s
   return out;
 }
 
-/** What the sibling tools and the server's own words say, computed once per server. */
 const AGENTS = /\bagents?\b/;
 
+/** What the sibling tools and the server's own words say, computed once per server. */
 export function serverProfile(server: ServerContext): ServerProfile {
   const siblings = server.siblings ?? [];
   const text = `${server.name ?? ''} ${server.instructions ?? ''}`.toLowerCase();
