@@ -112,17 +112,20 @@ export class RedisLink {
     this.client.defineCommand('tgRelease', { lua: RELEASE });
     this.client.defineCommand('tgGrantUpdate', { lua: GRANT_UPDATE, numberOfKeys: 5 });
     this.channel = `${dsn.prefix}:changes`;
-    this.subscriber = new Redis(dsn.url, { ...options, commandTimeout: undefined, enableAutoPipelining: false });
+    // ioredis's own resubscription after a reconnect leaves its promise unhandled (a quit right after
+    // the reconnect fails the process with "Connection is closed."): this link resubscribes itself.
+    this.subscriber = new Redis(dsn.url, { ...options, commandTimeout: undefined, enableAutoPipelining: false, autoResubscribe: false });
     const note = (err: Error) => { this.lastError = err.message; };
     this.client.on('error', note);
     this.subscriber.on('error', note);
     this.subscribed = this.subscriber.subscribe(this.channel).then(() => {}, note);
     this.subscriber.on('message', (_channel: string, what: string) => { for (const l of this.listeners) l(what); });
-    // Changes published while this instance was cut off never arrive: re-read everything.
+    // Changes published while this instance was cut off never arrive: once subscribed again, re-read everything.
     let first = true;
     this.subscriber.on('ready', () => {
-      if (!first) for (const r of this.reconnected) r();
-      first = false;
+      if (first) { first = false; return; }
+      const reread = () => { for (const r of this.reconnected) r(); };
+      this.subscriber.subscribe(this.channel).then(reread, (err: Error) => { note(err); reread(); });
     });
   }
 
