@@ -44,7 +44,8 @@ interface Queued { server: string | null; charges: readonly Charge[]; now: numbe
  *
  * Group commit: the first reservation of an event-loop turn is committed at once; those asked for
  * later in the same turn (a busy gateway: many requests read in one turn) wait for the end of the
- * turn and are committed together, in arrival order, in one transaction. Each is still all or
+ * turn and are committed together, in arrival order, in one transaction. While turns keep
+ * bringing several, the first waits with them too: one transaction a turn under load. Each is still all or
  * nothing, and each caller hears its answer only after the commit, so a call is never forwarded
  * on a reservation that is not yet durable.
  */
@@ -58,6 +59,8 @@ export class SqliteCounterStore implements CounterStore {
   private sweepAt = 0;
   private queue: Queued[] = [];
   private turn: NodeJS.Immediate | undefined;
+  /** The last turn that ended committed more than one reservation together. */
+  private busy = false;
 
   constructor(private readonly db: Database.Database, readonly flags?: SqliteFlagStore) {
     db.exec(`CREATE TABLE IF NOT EXISTS counters (
@@ -115,20 +118,22 @@ export class SqliteCounterStore implements CounterStore {
   }
 
   private enqueue(server: string | null, charges: readonly Charge[], now: number): number | Promise<number> {
-    if (!this.turn) {
-      // The turn's first: committed now, waiting for nothing.
+    if (!this.turn && !this.busy) {
+      // The turn's first, on a quiet store: committed now, waiting for nothing.
       this.turn = setImmediate(this.endTurn);
       this.turn.unref();
       const [failed] = this.commit([{ server, charges, now }]);
       this.sweep(now);
       return failed;
     }
+    this.turn ??= setImmediate(this.endTurn);
     this.turn.ref();
     return new Promise((resolve, reject) => { this.queue.push({ server, charges, now, resolve, reject }); });
   }
 
   private readonly endTurn = (): void => {
     this.turn = undefined;
+    this.busy = this.queue.length > 1;
     if (this.queue.length === 0) return;
     const batch = this.queue;
     this.queue = [];
