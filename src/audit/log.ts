@@ -214,13 +214,6 @@ export class AuditLog {
   private readonly idPrefix = `${process.pid.toString(36)}-${this.nonce}-`;
   private seq = 0;
   private outcomes: Outcome[] = [];
-  /** Journal lines appended with `journal: 'tick'`, written in one write at the end of the tick. */
-  private unwritten = '';
-  /** Sends waiting for those lines (`afterJournal`); a tick is scheduled whenever this is not empty. */
-  private waiting: { send: () => void; refuse?: (err: Error) => void }[] = [];
-  private ticking = false;
-  /** Why the last write of unwritten lines failed, for the sends that waited on them. */
-  private lost: Error | undefined;
   private timer: NodeJS.Timeout | undefined;
   private readonly listeners = new Set<(e: LiveAuditEvent) => void>();
 
@@ -236,12 +229,7 @@ export class AuditLog {
     collectJournals(dirs, { prefix: this.journalPrefix, writer: this.inline });
   }
 
-  /**
-   * Appends an event. Its journal line is written at once (`journal: 'now'`, the default), or with
-   * `'tick'` together with the other lines of this tick, at its end: then whatever may only leave
-   * the process once the event is journalled goes through `afterJournal`.
-   */
-  append(e: AuditEvent, journal: 'now' | 'tick' = 'now'): AuditRef {
+  append(e: AuditEvent): AuditRef {
     const eventId = this.idPrefix + (this.seq++).toString(36);
     const keys = e.args ? JSON.stringify(Object.keys(e.args)) : null;
     const entry: JournalEntry = [
@@ -251,7 +239,7 @@ export class AuditLog {
     ];
     // The journal line is what survives kill -9: the call, its tool, decision and argument keys.
     // Hashing the arguments waits for the batch, off the path of the call.
-    this.journalLine(this.lines.line(entry), journal);
+    this.journalWrite(this.lines.line(entry));
     this.pending.push({ entry, args: e.args, storeArgValues: e.storeArgValues, awaitsOutcome: e.awaitsOutcome });
     this.scheduleOrRotate();
     if (this.listeners.size > 0) this.tell(entry, e);
@@ -280,72 +268,15 @@ export class AuditLog {
 
   /**
    * Records the upstream outcome of a forwarded call (result, is_error, error, cancelled,
-   * unanswered, unreachable, timeout). Journalled at once (or, with `'tick'`, before any
-   * `afterJournal` send): call it before the answer goes to the client, and a kill -9 after that
-   * keeps it.
+   * unanswered, unreachable, timeout). Journalled at once: call it before the answer goes to the
+   * client, and a kill -9 after that keeps it.
    */
-  finish(ref: AuditRef, outcome: string, latencyMs: number | null, journal: 'now' | 'tick' = 'now'): void {
+  finish(ref: AuditRef, outcome: string, latencyMs: number | null): void {
     const o: Outcome = { eventId: ref.eventId, outcome, latency: latencyMs === null ? null : Math.round(latencyMs * 1000) / 1000 };
-    this.journalLine(outcomeLine(o), journal);
+    this.journalWrite(outcomeLine(o));
     this.outcomes.push(o);
     this.scheduleOrRotate();
     this.opts.onEvent?.({ event_id: ref.eventId, ts: new Date().toISOString(), instance: this.instance, kind: 'outcome', outcome, latency_ms: o.latency });
-  }
-
-  /**
-   * Runs `send` once every line appended so far is in the journal: at once when none is waiting,
-   * else at the end of this tick, after the one write of the tick's lines, in the order asked. When
-   * that write fails, `refuse` runs instead (a call whose line is lost must not be forwarded); a
-   * send without `refuse` goes anyway.
-   */
-  afterJournal(send: () => void, refuse?: (err: Error) => void): void {
-    if (this.unwritten === '' && this.waiting.length === 0) send();
-    else this.waiting.push({ send, refuse });
-  }
-
-  private journalLine(line: string, journal: 'now' | 'tick'): void {
-    if (journal === 'now') {
-      // Lines of this tick still unwritten go first: the journal keeps the order of events.
-      this.writeUnwritten();
-      this.journalWrite(line);
-      return;
-    }
-    this.unwritten += line;
-    if (!this.ticking) {
-      this.ticking = true;
-      process.nextTick(this.endOfTick);
-    }
-  }
-
-  /** Writes the waiting journal lines and lets the sends waiting for them go, now rather than at the end of the tick. */
-  sendWaiting(): void {
-    this.endOfTick();
-  }
-
-  /** Under load many calls are decided and answered in one tick: their lines share one write. */
-  private readonly endOfTick = (): void => {
-    this.ticking = false;
-    try { this.writeUnwritten(); } catch { /* `lost` tells the waiting sends */ }
-    const failure = this.lost;
-    this.lost = undefined;
-    const waiting = this.waiting;
-    this.waiting = [];
-    for (const w of waiting) {
-      if (failure && w.refuse) w.refuse(failure);
-      else w.send();
-    }
-  };
-
-  private writeUnwritten(): void {
-    if (this.unwritten === '') return;
-    const text = this.unwritten;
-    this.unwritten = '';
-    try {
-      this.journalWrite(text);
-    } catch (err) {
-      this.lost ??= err as Error;
-      throw err;
-    }
   }
 
   /** Each batch has its own journal file, removed once the batch is stored. */
@@ -393,8 +324,6 @@ export class AuditLog {
   private send(): void {
     clearTimeout(this.timer);
     this.timer = undefined;
-    // The batch's rows are all in its journal before the journal is handed over with it.
-    this.writeUnwritten();
     if (this.pending.length === 0 && this.outcomes.length === 0) return;
     const batch: Batch = {
       entries: this.pending.map((p) => p.entry),

@@ -119,23 +119,6 @@ export class PolicySession {
     this.now = opts.now ?? Date.now;
   }
 
-  /**
-   * Every message leaves through these: after the journal lines appended before it are written
-   * (one write for all the calls decided or answered in a tick), so a kill -9 after it left loses
-   * no audit row.
-   */
-  private toClient(message: Json, raw?: string): void {
-    const { audit, toClient } = this.opts;
-    if (audit) audit.afterJournal(() => toClient(message, raw));
-    else toClient(message, raw);
-  }
-
-  private toServer(message: Json, refuse?: (err: Error) => void): void {
-    const { audit, toServer } = this.opts;
-    if (audit) audit.afterJournal(() => toServer(message), refuse);
-    else toServer(message);
-  }
-
   get inFlight(): number {
     return this.pending.size;
   }
@@ -146,7 +129,7 @@ export class PolicySession {
     try {
       message = JSON.parse(line);
     } catch {
-      this.toClient(errorResponse(null, PARSE_ERROR, 'Parse error: the line is not valid JSON'));
+      this.opts.toClient(errorResponse(null, PARSE_ERROR, 'Parse error: the line is not valid JSON'));
       return;
     }
     this.fromClient(message);
@@ -193,7 +176,7 @@ export class PolicySession {
   }
 
   private reject(id: Id | null, code: number, message: string): void {
-    this.toClient(errorResponse(id, code, message));
+    this.opts.toClient(errorResponse(id, code, message));
   }
 
   private handleClient(message: unknown): void | Promise<void> {
@@ -209,7 +192,7 @@ export class PolicySession {
     if (!Object.hasOwn(message, 'method')) {
       if (hasId && isValidId(message.id) && this.answerOwn(message, 'client')) return;
       // A response to a server→client request (sampling, elicitation, roots, ping).
-      if (hasId && (Object.hasOwn(message, 'result') || Object.hasOwn(message, 'error'))) this.toServer(message);
+      if (hasId && (Object.hasOwn(message, 'result') || Object.hasOwn(message, 'error'))) this.opts.toServer(message);
       else this.reject(null, INVALID_REQUEST, 'Invalid request: no method, result or error');
       return;
     }
@@ -236,7 +219,7 @@ export class PolicySession {
         return;
       }
       if (method === 'notifications/cancelled' && this.cancelled(message.params) === 'held') return;
-      this.toServer(message);
+      this.opts.toServer(message);
       if (method === 'notifications/initialized' && this.serverHasTools) this.listTools();
       return;
     }
@@ -256,7 +239,7 @@ export class PolicySession {
     if (method === 'tools/call') return this.toolsCall(id as Id, key, message);
     const paged = method === 'tools/list' && isObject(message.params) && message.params.cursor !== undefined;
     this.pending.set(key, { method, started: this.now(), paged, id: id as Id, progressToken: progressTokenOf(message.params) });
-    this.toServer(message);
+    this.opts.toServer(message);
   }
 
   private context(tool: string, args: Record<string, unknown>): CallContext {
@@ -288,7 +271,7 @@ export class PolicySession {
       storeArgValues: auditArgs,
       policyHash: engine.current.hash,
       awaitsOutcome: forwarded,
-    }, 'tick');
+    });
   }
 
   private toolsCall(id: Id, key: string, message: Json): void | Promise<void> {
@@ -322,7 +305,7 @@ export class PolicySession {
       // A denial the agent can read, like any other: the name is never judged, so never forwarded.
       const text = `This call was not forwarded: ${malformed}.`;
       this.record(ctx, 'deny', MALFORMED_NAME_RULE, text);
-      this.toClient(denialResult(id, text, MALFORMED_NAME_RULE, null));
+      this.opts.toClient(denialResult(id, text, MALFORMED_NAME_RULE, null));
       return;
     }
     // Reserve the id before awaiting the decision, so a second request with this id is refused.
@@ -358,7 +341,7 @@ export class PolicySession {
     this.pending.delete(key);
     this.record(ctx, 'deny', rule, text);
     this.opts.log.debug({ tool: ctx.tool, rule }, 'denied');
-    this.toClient(denialResult(id, text, rule, null, meta));
+    this.opts.toClient(denialResult(id, text, rule, null, meta));
   }
 
   /**
@@ -421,7 +404,7 @@ export class PolicySession {
     const token = pending.progressToken;
     if (token === undefined || (typeof token !== 'string' && typeof token !== 'number')) return () => {};
     let n = 0;
-    const send = () => this.toClient({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: token, progress: ++n, message: text() } });
+    const send = () => this.opts.toClient({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: token, progress: ++n, message: text() } });
     send();
     const timer = setInterval(send, PROGRESS_EVERY_MS);
     timer.unref();
@@ -453,8 +436,8 @@ export class PolicySession {
       timer?.unref();
       this.own.set(key, { to, resolve: (m) => { clearTimeout(timer); resolve(m); }, related });
       const message = { jsonrpc: '2.0', id, method, params };
-      if (to === 'client') this.toClient(message);
-      else this.toServer(message);
+      if (to === 'client') this.opts.toClient(message);
+      else this.opts.toServer(message);
     });
   }
 
@@ -499,7 +482,7 @@ export class PolicySession {
       const text = approval ? `${decision.message} ${APPROVAL_UNAVAILABLE}` : decision.message!;
       this.record(ctx, 'deny', decision.rule, text);
       this.opts.log.debug({ tool: ctx.tool, rule: decision.rule }, 'denied');
-      this.toClient(denialResult(id, text, decision.rule, decision.retryAfterSeconds));
+      this.opts.toClient(denialResult(id, text, decision.rule, decision.retryAfterSeconds));
       return;
     }
     if (this.closed) {
@@ -511,11 +494,7 @@ export class PolicySession {
     const shadowDeny = decision.verdict !== 'allow';
     pending.decision = decision;
     pending.audit = this.record(ctx, shadowDeny ? 'shadow_deny' : 'allow', decision.rule, decision.message, true);
-    // A call whose journal line could not be written is not forwarded.
-    this.toServer(message, (err) => {
-      if (this.pending.get(key) === pending) this.finish(pending, 'unreachable', false);
-      this.failed(message, err);
-    });
+    this.opts.toServer(message);
     // The wait starts when the call is written upstream (a call held for approval is not waiting on the server).
     const timeoutMs = this.opts.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
     if (timeoutMs > 0 && this.pending.get(key) === pending) {
@@ -530,7 +509,7 @@ export class PolicySession {
     if (this.pending.get(key) !== pending) return;
     this.pending.delete(key);
     const seconds = Math.round(timeoutMs / 100) / 10;
-    this.toServer({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: pending.id, reason: `toolgate: no answer within the call timeout (${seconds} s)` } });
+    this.opts.toServer({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: pending.id, reason: `toolgate: no answer within the call timeout (${seconds} s)` } });
     this.finish(pending, 'timeout', true);
     this.reject(pending.id!, REQUEST_TIMEOUT, `The call to "${pending.tool}" timed out: the upstream MCP server did not answer within ${seconds} s (call_timeout). It was cancelled upstream; it may have run.`);
   }
@@ -573,13 +552,13 @@ export class PolicySession {
       const settled = this.opts.engine.settle(pending.decision, ok);
       if (settled) settled.catch((err: Error) => this.opts.log.error({ err: err.message }, 'could not release a reservation'));
     }
-    if (pending.audit) this.opts.audit?.finish(pending.audit, outcome, this.now() - pending.started, 'tick');
+    if (pending.audit) this.opts.audit?.finish(pending.audit, outcome, this.now() - pending.started);
   }
 
   /** A message from the server. Only tools/list answers are changed; everything else passes as it came. */
   fromServer(message: unknown, raw?: string): void {
     if (!isObject(message)) {
-      this.toClient(message as Json, raw);
+      this.opts.toClient(message as Json, raw);
       return;
     }
     if (this.byProgressToken.size > 0 && message.method === 'notifications/progress' && isObject(message.params)) {
@@ -588,13 +567,13 @@ export class PolicySession {
     const isResponse = !Object.hasOwn(message, 'method') && isValidId(message.id);
     if (isResponse && this.answerOwn(message, 'server')) return;
     if (message.method === 'notifications/tools/list_changed') {
-      this.toClient(message, raw);
+      this.opts.toClient(message, raw);
       this.listTools();
       return;
     }
     const pending = isResponse ? this.pending.get(idKey(message.id as Id)) : undefined;
     if (!pending) {
-      this.toClient(message, raw);
+      this.opts.toClient(message, raw);
       return;
     }
     this.pending.delete(idKey(message.id as Id));
@@ -610,9 +589,9 @@ export class PolicySession {
     }
     if (pending.method === 'tools/list' && isObject(message.result) && Array.isArray(message.result.tools)) {
       this.opts.onToolsListed?.(message.result.tools, !pending.paged);
-      this.toClient({ ...message, result: { ...message.result, tools: this.filterTools(message.result.tools) } });
+      this.opts.toClient({ ...message, result: { ...message.result, tools: this.filterTools(message.result.tools) } });
     } else {
-      this.toClient(message, raw);
+      this.opts.toClient(message, raw);
     }
   }
 
@@ -657,7 +636,7 @@ export class PolicySession {
     const pending = this.pending.get(idKey(id));
     if (!pending) return;
     const cancel = { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason: 'the client disconnected' } };
-    if (this.cancelled(cancel.params) !== 'held') this.toServer(cancel);
+    if (this.cancelled(cancel.params) !== 'held') this.opts.toServer(cancel);
   }
 
   /**
@@ -690,7 +669,5 @@ export class PolicySession {
       this.finish(pending, forwarded ? 'unanswered' : 'unreachable', forwarded);
       this.reject(pending.id ?? null, INTERNAL_ERROR, `The upstream MCP server is unavailable: ${reason}${forwarded ? UNANSWERED : ''}`);
     }
-    // The transport may be closed right after this: the errors go now.
-    this.opts.audit?.sendWaiting();
   }
 }
