@@ -344,6 +344,27 @@ describe('sqlite state across processes', () => {
     assert.equal(Number(a.stdout) + Number(b.stdout), 500);
   });
 
+  it('under load a turn\'s first reservation joins the turn\'s commit; once quiet it is committed at once again; the limit holds throughout', async () => {
+    const s = openSqliteState(join(tempDir(), 'busy.db'));
+    const take = () => s.counters.reserve([charge('k', 5)], NOW);
+    const turn = () => new Promise((r) => setImmediate(r));
+    const busy = [take(), take(), take()];
+    assert.equal(typeof busy[0], 'number', 'a quiet store commits the first at once');
+    assert.ok(busy[1] instanceof Promise && busy[2] instanceof Promise);
+    await turn();
+    const next = [take(), take()];
+    assert.ok(next[0] instanceof Promise, 'after a turn of several, the first waits for the turn\'s commit');
+    await turn();
+    const single = take();
+    assert.ok(single instanceof Promise, 'the turn before brought two');
+    await turn();
+    const quiet = take();
+    assert.equal(typeof quiet, 'number', 'a turn of one: quiet again');
+    assert.deepEqual(await Promise.all([...busy, ...next, single, quiet]), [-1, -1, -1, -1, -1, 0, 0]);
+    assert.equal(await s.counters.value('k', NOW), 5);
+    await s.close();
+  });
+
   it('a kill switch set by another connection stops the very next reservation', async () => {
     const file = join(tempDir(), 'kill.db');
     const gateway = openSqliteState(file);

@@ -45,9 +45,9 @@ interface Queued { server: string | null; charges: readonly Charge[]; now: numbe
  * Group commit: the first reservation of an event-loop turn is committed at once; those asked for
  * later in the same turn (a busy gateway: many requests read in one turn) wait for the end of the
  * turn and are committed together, in arrival order, in one transaction. While turns keep
- * bringing several, the first waits with them too: one transaction a turn under load. Each is still all or
- * nothing, and each caller hears its answer only after the commit, so a call is never forwarded
- * on a reservation that is not yet durable.
+ * bringing several, the first waits with them too: one transaction a turn under load. Each is
+ * still all or nothing, and each caller hears its answer only after the commit, so a call is
+ * never forwarded on a reservation that is not yet durable.
  */
 export class SqliteCounterStore implements CounterStore {
   private readonly get: Database.Statement<[string], { value: number; expires_at: number }>;
