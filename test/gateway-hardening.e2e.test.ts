@@ -372,3 +372,22 @@ describe('name-keyed lookups elsewhere (issue 9, finding 10)', () => {
     for (const name of ['toString', 'constructor', '__proto__', 'hasOwnProperty']) assert.equal(guard.isChanged(name), true, `${name} was never pinned`);
   });
 });
+
+describe('an upstream that writes lines that are not JSON-RPC messages', () => {
+  it('drops null, numbers, strings, arrays and broken JSON from the server, keeps the session and answers the call', async () => {
+    const dir = home();
+    const s = await serve({ servers: { lenient: { command: process.execPath, args: [LENIENT], auth: 'none', policy: writePolicy(dir, { version: '1', default: 'allow' }) } } }, { dir });
+    try {
+      const { sid } = await initialize(s.base, 'lenient');
+      const junk = await post(s.base, '/mcp/lenient', call('j', 'junk'), { 'mcp-session-id': sid });
+      assert.equal(junk.status, 200, junk.text);
+      assert.match(junk.text, /junk done/);
+      assert.doesNotMatch(junk.text, /^data: (null|42|"text"|true|\[\])$/m);
+      const echo = await post(s.base, '/mcp/lenient', call('e', 'echo'), { 'mcp-session-id': sid });
+      assert.equal(echo.status, 200, 'the gateway and the session survive');
+      assert.match(s.log(), /not a JSON-RPC message/);
+    } finally {
+      await s.stop();
+    }
+  });
+});

@@ -11,7 +11,7 @@ import { AuditLog } from '../src/audit/index.js';
 import { GatewayConfigSchema } from '../src/gateway/config.js';
 import { Gateway } from '../src/gateway/server.js';
 import { openSqliteState } from '../src/state/sqlite.js';
-import { FIXTURES, RawSession, tempDir, testEnv, writePolicy } from './helpers/toolgate.js';
+import { FIXTURES, LENIENT, RawSession, tempDir, testEnv, writePolicy } from './helpers/toolgate.js';
 
 /**
  * Issue 9's attacks through the real CLI, against a lenient Python server (NFKC + strip() +
@@ -186,6 +186,25 @@ describe('hardening: a call written upstream keeps its reservation', () => {
       assert.doesNotMatch(r.error.message, /may have run/);
     }
     await raw.close();
+  });
+});
+
+describe('hardening: an upstream that writes lines that are not JSON-RPC messages', () => {
+  it('drops them (null, numbers, strings, arrays, broken JSON) and still answers the call', async () => {
+    const dir = tempDir();
+    const raw = new RawSession(['-p', writePolicy(dir, { version: '1', default: 'allow' }), '--', process.execPath, LENIENT], testEnv(dir));
+    try {
+      raw.send({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } });
+      await raw.waitFor((m) => m?.id === 1);
+      raw.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+      raw.send({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'junk', arguments: {} } });
+      const answer = await raw.waitFor((m) => m?.id === 2);
+      assert.equal(answer.result.content[0].text, 'junk done');
+      assert.deepEqual((raw.lines as unknown[]).filter((m) => m === null || typeof m !== 'object' || Array.isArray(m)), [], 'nothing but messages reaches the client');
+      assert.match(raw.stderr, /not a JSON-RPC message/);
+    } finally {
+      await raw.close();
+    }
   });
 });
 

@@ -558,7 +558,9 @@ export class PolicySession {
   /** A message from the server. Only tools/list answers are changed; everything else passes as it came. */
   fromServer(message: unknown, raw?: string): void {
     if (!isObject(message)) {
-      this.opts.toClient(message as Json, raw);
+      // A batch passes as it came; null, a number or a string is no message and has no id to answer.
+      if (Array.isArray(message) && message.length > 0) this.opts.toClient(message as unknown as Json, raw);
+      else this.opts.log.warn({ line: JSON.stringify(message)?.slice(0, 80) }, 'dropped a line from the server that is not a JSON-RPC message');
       return;
     }
     if (this.byProgressToken.size > 0 && message.method === 'notifications/progress' && isObject(message.params)) {
