@@ -1,11 +1,16 @@
 import assert from 'node:assert/strict';
 import { readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { promisify } from 'node:util';
+import { execFile } from 'node:child_process';
 import { describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { AuditLog, maskSecrets } from '../src/audit/index.js';
 import { collectJournals, JOURNAL_MAX_BYTES, journalDirs, JournalLines, journalPrefix, outcomeLine } from '../src/audit/journal.js';
-import { tempDir } from './helpers/toolgate.js';
+import { FIXTURES, ROOT, tempDir } from './helpers/toolgate.js';
+
+const exec = promisify(execFile);
 
 function filled(n = 5): { file: string; log: AuditLog } {
   const file = join(tempDir(), 'audit.db');
@@ -232,6 +237,23 @@ describe('audit hardening (issue 9)', () => {
     const rows = log.query({ limit: 5000 });
     assert.equal(rows.length, 2000);
     assert.match(rows[0].tool!, /^x{4096}… \[95905 more characters\]$/);
+    log.close();
+  });
+});
+
+describe('audit journal on a full disk', () => {
+  it('a journal write cut short refuses its call, and every call accepted survives kill -9 (ulimit -f 512)', async () => {
+    const file = join(tempDir(), 'audit.db');
+    // SIGXFSZ ignored: a write past the limit is cut short, then fails with EFBIG.
+    const { stdout } = await exec('bash', ['-c', `trap '' XFSZ; ulimit -f 512; exec "${process.execPath}" ${join(FIXTURES, 'journal-fill.mjs')}`], {
+      env: { ...process.env, AUDIT_MODULE: pathToFileURL(join(ROOT, 'src/audit/index.ts')).href, AUDIT_FILE: file, NODE_OPTIONS: '--import tsx' },
+    }).catch((err: { stdout: string }) => err);
+    const { accepted, refused } = JSON.parse(stdout) as { accepted: number; refused: string[] };
+    assert.ok(refused.length > 0, 'the limit was reached');
+    assert.match(refused[0], /^the journal took \d+ of \d+ bytes \(is the disk full\?\)$/);
+    const log = new AuditLog(file);
+    assert.equal(log.query({ limit: 5000 }).length, accepted, 'each accepted call has its row; no refused one has');
+    assert.ok(accepted > 1000, `${accepted}: a cut journal gives way to a new one, the process keeps recording`);
     log.close();
   });
 });

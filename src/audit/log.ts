@@ -273,16 +273,38 @@ export class AuditLog {
    */
   finish(ref: AuditRef, outcome: string, latencyMs: number | null): void {
     const o: Outcome = { eventId: ref.eventId, outcome, latency: latencyMs === null ? null : Math.round(latencyMs * 1000) / 1000 };
-    this.journalWrite(outcomeLine(o));
     this.outcomes.push(o);
+    try {
+      this.journalWrite(outcomeLine(o));
+    } catch (err) {
+      // The call has run: its answer still goes out, and the outcome reaches the database with the batch.
+      if (!this.opts.onError) throw err;
+      this.opts.onError(`audit journal: ${(err as Error).message}`);
+    }
     this.scheduleOrRotate();
     this.opts.onEvent?.({ event_id: ref.eventId, ts: new Date().toISOString(), instance: this.instance, kind: 'outcome', outcome, latency_ms: o.latency });
   }
 
-  /** Each batch has its own journal file, removed once the batch is stored. */
+  /**
+   * Each batch has its own journal file, removed once the batch is stored. A write the disk cuts
+   * short (EFBIG, ENOSPC) throws, so the call it records is refused; the cut line ends its journal,
+   * whose batch is stored at once, so no later line is read as part of it.
+   */
   private journalWrite(line: string): void {
-    if (this.journal) this.journal.bytes += writeSync(this.journal.fd, line);
-    else this.journal = this.openJournal(line);
+    let wanted = Buffer.byteLength(line);
+    let wrote: number;
+    if (this.journal) {
+      wrote = writeSync(this.journal.fd, line);
+      this.journal.bytes += wrote;
+    } else {
+      wanted += Buffer.byteLength(this.header);
+      this.journal = this.openJournal(line);
+      wrote = this.journal.bytes;
+    }
+    if (wrote < wanted) {
+      this.sendReporting();
+      throw new Error(`the journal took ${wrote} of ${wanted} bytes (is the disk full?)`);
+    }
   }
 
   /** A full journal's batch is stored at once (so a journal stays small); else on the timer. */
