@@ -385,3 +385,22 @@ describe('replacing the whole content destroys what was there', () => {
     [{ name: 'replace_in_file', description: 'Replaces all occurrences of a string in a file.' }, 'Write'],
   ]);
 });
+
+describe('a browser\'s elements and views, questions about state, and questions put to a model', () => {
+  check({ name: 'page-driver' }, [
+    [{ name: 'browser_toggle_checkbox', description: 'Tick or untick a checkbox.' }, 'Execute'],
+    [{ name: 'browser_empty_field', description: 'Clear the text of an input field.' }, 'Execute'],
+    [{ name: 'browser_set_focus', description: 'Move the focus to an element.' }, 'Execute'],
+    [{ name: 'browser_window_new', description: 'Open a new window.' }, 'Read'],
+    [{ name: 'browser_page_select', description: 'Select a page by its index.' }, 'Read'],
+    [{ name: 'browser_page_close', description: 'Close a page.' }, 'Write'],
+    [{ name: 'browser_navigate', description: 'Go to a URL.' }, 'Read'],
+    [{ name: 'browser_screenshot', description: 'Capture the page.' }, 'Read'],
+  ]);
+  check({ name: 'widgets' }, [
+    [{ name: 'has_write_access', description: 'Whether the token may write to the workspace.' }, 'Read'],
+    [{ name: 'is_archived', description: '' }, 'Read'],
+    [{ name: 'ask_docs_assistant', description: 'Ask the documentation assistant a question about the API.' }, 'Execute'],
+    [{ name: 'ask', description: 'Ask a question about the workspace and get the answer from its search index.' }, 'Read'],
+  ]);
+});

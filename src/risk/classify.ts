@@ -145,6 +145,18 @@ function lightFor(verb: string, objects: string[]): boolean {
 }
 
 const PAGES = new Set(['page', 'pages', 'tab', 'tabs']);
+/** What a browser shows: opening, choosing or switching one is navigation. */
+const VIEWS = new Set([...PAGES, 'window', 'windows']);
+/** Verbs that open or choose what a browser shows. */
+const VIEWING_VERBS = new Set(['new', 'open', 'create', 'add', 'select', 'switch', 'activate']);
+/** Parts of a page a browser action works on. */
+const ELEMENT_NOUNS = new Set(['element', 'elements', 'checkbox', 'checkboxes', 'input', 'inputs', 'field', 'fields', 'option', 'options', 'radio', 'button', 'buttons', 'dropdown', 'textbox', 'textarea', 'focus', 'selector']);
+/** Verbs that, done to a page element, act as a user would (SPEC: actions in a browser are Execute). */
+const ELEMENT_VERBS = new Set(['check', 'uncheck', 'clear', 'empty', 'move', 'set', 'remove', 'toggle', 'select', 'fill', 'enter', 'change']);
+/** Who a question can be put to that answers by running a model: asking one is a call to another agent. */
+const MODEL_NOUNS = new Set(['ai', 'assistant', 'agent', 'copilot', 'llm', 'gpt', 'chatbot', 'bot']);
+/** Words that open a name which only asks a yes-or-no question ("is_enabled", "has_access"). */
+const PREDICATES = new Set(['is', 'has', 'can', 'does', 'are']);
 const METERED_VERBS = new Set(['create', 'record', 'report', 'ingest', 'track', 'send', 'add', 'grant', 'deduct', 'consume', 'use', 'spend', 'submit', 'log']);
 /** Obligation verbs that, on a money server, make a generic document Financial. */
 const MONEY_DOCUMENT_VERBS = new Set(['create', 'update', 'submit', 'cancel', 'amend', 'approve', 'void', 'modify', 'edit', 'issue', 'finalize']);
@@ -195,6 +207,9 @@ function refine(verb: string, base: Category, objects: string[], ctx: Context, p
   if (['disable', 'remove', 'unset', 'turn', 'deactivate', 'delete', 'clear', 'unlock', 'drop', 'bypass'].includes(verb) && has(PROTECTION_NOUNS)) {
     return act('Destructive', 'removes a protection');
   }
+  if ((verb === 'ask' || verb === 'consult') && has(MODEL_NOUNS)) return act('Execute', 'hands the question to another agent, which runs a model');
+  if (ctx.browser && ELEMENT_VERBS.has(verb) && has(ELEMENT_NOUNS)) return act('Execute', 'is a browser or device action that clicks, types or submits');
+  if (ctx.browser && VIEWING_VERBS.has(verb) && VIEWS.has(direct ?? '')) return act('Read', 'only changes which page is shown');
   switch (base) {
     case 'Destructive':
       if (['remove', 'delete', 'clear', 'unlink', 'detach', 'revoke'].includes(verb) && lightFor(verb, objects)) return act('Write', 'is a small change that can be undone by adding it back');
@@ -270,6 +285,11 @@ function phraseAction(text: string): Action | undefined {
  */
 function nameAction(words: string[], ctx: Context): Action | undefined {
   const joined = words.join(' ');
+  // "browser_is_enabled": a yes-or-no question about state, whatever word follows.
+  const asks = words.findIndex((w) => PREDICATES.has(w));
+  if (asks >= 0 && asks <= 1 && asks < words.length - 1 && words.slice(0, asks).every((w) => !lookupVerb(w))) {
+    return { verb: 'check', category: 'Read', objects: words.slice(asks + 1), phrase: `whether it is ${words.slice(asks + 1).join(' ')}`, effect: 'only asks about state' };
+  }
   if (!lookupVerb(words[0] ?? '')) {
     const phrase = phraseAction(joined);
     if (phrase) return { ...phrase, objects: words };
