@@ -6,7 +6,7 @@ import { classifyTools, CATEGORIES, type Category, type Classification, type Too
  * their batch (`dev`…`dev9`), or is `corpus` for the first corpus. */
 export interface Example { server: string; tool: ToolDefinition; label: Category; holdout: boolean; dev: boolean; batch: string; got: Classification }
 
-export const DEV_BATCHES = ['dev', 'dev2', 'dev3', 'dev4', 'dev5', 'dev6', 'dev7', 'dev8', 'dev9'] as const;
+export const DEV_BATCHES = ['dev', 'dev2', 'dev3', 'dev4', 'dev5', 'dev6', 'dev7', 'dev8', 'dev9', 'dev10'] as const;
 
 const DIR = import.meta.dirname;
 

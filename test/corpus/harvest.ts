@@ -134,6 +134,23 @@ const TARGETS: HarvestTarget[] = [
   { slug: 'backlog', pkg: 'backlog-mcp-server', env: { BACKLOG_DOMAIN: 'x.backlog.com', BACKLOG_API_KEY: FAKE } },
   { slug: 'ashby', pkg: 'ashby-mcp', env: { ASHBY_API_KEY: FAKE } },
   // Tried and left out: @coolver/home-assistant-mcp (exits before listing).
+  // Tenth dev batch (dev10: Vercel's API, browser agents, BullMQ queues, Android/iOS devices,
+  // Electron apps, curl, Rollbar), npm names whose sha1 starts with 8–f, harvested and labelled
+  // before the classifier saw them.
+  { slug: 'vercel-mistertk', pkg: '@mistertk/vercel-mcp', env: { VERCEL_API_KEY: FAKE } },
+  { slug: 'hyperbrowser', pkg: 'hyperbrowser-mcp', env: { HYPERBROWSER_API_KEY: FAKE } },
+  { slug: 'bullmq', pkg: '@adamhancock/bullmq-mcp', env: { REDIS_URL: 'redis://127.0.0.1:1' } },
+  { slug: 'device-farm', pkg: 'mobile-device-farm-mcp' },
+  { slug: 'electron', pkg: 'electron-mcp-server' },
+  { slug: 'curl', pkg: '@mcp-get-community/server-curl' },
+  { slug: 'rollbar', pkg: '@rollbar/mcp-server', env: { ROLLBAR_ACCESS_TOKEN: FAKE } },
+  // Tried and left out: @dynatrace-oss/dynatrace-mcp-server (its bundled undici needs a newer Node
+  // and exits before listing), @hanzo/mcp (exits before listing: its tool schemas are rejected by
+  // the SDK it installs with), @mcp-consultant-tools/azure-devops-admin (a dependency's tarball is
+  // 404), @blocklet/dbhub (connects to its database before listing), @smartbear/mcp (exits before
+  // listing with placeholder configuration). Listed but left out: mcp-server-sqlite (its name is a
+  // substring of a package named below), @iterable/mcp (118 tools with writes and sends enabled,
+  // more than this batch could label), nx-mcp (one tool without an Nx workspace).
   // Tried and left out: @0xshariq/docker-mcp-server (its bin is a CLI, not a server),
   // edgeone-pages-mcp-fullstack (no answer in 25 s), @leonardsellem/n8n-mcp-server (checks its API
   // before listing), @cmd233/mcp-database-server (native sqlite3 needs an install script), ebay-mcp
