@@ -404,3 +404,23 @@ describe('a browser\'s elements and views, questions about state, and questions 
     [{ name: 'ask', description: 'Ask a question about the workspace and get the answer from its search index.' }, 'Read'],
   ]);
 });
+
+describe('work handed on: queued jobs, commands sent to run, raw HTTP requests, and membership taken away', () => {
+  check({ name: 'task-runner', instructions: 'Manage background job queues.' }, [
+    [{ name: 'enqueue_work', description: 'Add a new job to the queue; a worker runs it.' }, 'Execute'],
+    [{ name: 'push_job', description: 'Push a job onto the default queue.' }, 'Execute'],
+    [{ name: 'remove_job', description: 'Remove a job from the queue.' }, 'Destructive'],
+    [{ name: 'create_job_template', description: 'Save a job template for later.' }, 'Write'],
+  ]);
+  check({ name: 'app-bridge' }, [
+    [{ name: 'send_script', description: 'Send JavaScript commands to the running desktop app.' }, 'Execute'],
+    [{ name: 'http_call', description: 'Make an HTTP request to any URL with a method, headers and body.' }, 'Execute'],
+    [{ name: 'send_note', description: 'Send a note to the team channel.' }, 'Write'],
+  ]);
+  check({ name: 'workspace-admin' }, [
+    [{ name: 'removeGroupMember', description: 'Removes a member from a group.' }, 'Write'],
+    [{ name: 'removeProjectSite', description: 'Removes a site from a project.' }, 'Write'],
+    [{ name: 'removeSite', description: 'Removes a site and all its content.' }, 'Destructive'],
+    [{ name: 'delete_alias', description: 'Delete an alias of a deployment.' }, 'Write'],
+  ]);
+});

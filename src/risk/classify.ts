@@ -172,6 +172,12 @@ const RUNNABLE = new Set(['job', 'jobs', 'build', 'builds', 'pipeline', 'pipelin
 const AUTOMATIONS = new Set(['workflow', 'workflows', 'pipeline', 'pipelines', 'automation', 'automations', 'trigger', 'triggers', 'cron', 'schedule', 'schedules', 'job', 'jobs', 'zap', 'zaps', 'flow', 'flows']);
 /** Containers an item is removed from, not destroyed ("remove a record from a list"). */
 const CONTAINERS = new Set(['list', 'lists', 'group', 'groups', 'collection', 'collections', 'set', 'playlist', 'board', 'team', 'project', 'cart', 'channel', 'queue', 'role', 'organization', 'workspace', 'space', 'album', 'segment', 'audience', 'favorites', 'watchlist', 'sequence', 'campaign']);
+/** Containers whose items live on elsewhere (a queue's jobs live only in it). */
+const MEMBERSHIPS = new Set([...CONTAINERS].filter((c) => c !== 'queue'));
+/** "… from an access group": the container something is taken out of. */
+const FROM_CONTAINER = /\bfrom (?:an? |the |this |its |their )?(?:[\w-]+ )?(\w+)\b/;
+/** A description that says what is removed from what ("removes a domain from a project"). */
+const REMOVED_FROM = /\b(?:remov|unassign|detach)(?:e|es|ed|ing)? (?!all\b|every)(?:an? |the |this |one )?[\w -]{0,30}? from (?:an? |the |this |its |their )?(?:[\w-]+ )?(\w+)\b/;
 /** Sign-in flows: starting one opens a session, it runs nothing. */
 const SIGN_IN = new Set(['auth', 'authentication', 'login', 'signin', 'sign_in', 'oauth', 'authorization', 'onboarding']);
 /** Conversations: starting one sends a message, it runs nothing. */
@@ -207,6 +213,10 @@ function refine(verb: string, base: Category, objects: string[], ctx: Context, p
   if (['disable', 'remove', 'unset', 'turn', 'deactivate', 'delete', 'clear', 'unlock', 'drop', 'bypass'].includes(verb) && has(PROTECTION_NOUNS)) {
     return act('Destructive', 'removes a protection');
   }
+  // "send JavaScript commands to the app": what receives code or commands runs them.
+  if (['send', 'dispatch', 'inject', 'issue', 'pass'].includes(verb) && objects.some((o) => ['command', 'commands', 'script', 'scripts', 'code', 'javascript', 'js'].includes(o))) return act('Execute', 'sends code or commands that the other end runs');
+  // "Make an HTTP request to any URL": whatever the endpoint does, with the method the caller picks.
+  if (['make', 'send', 'perform', 'execute', 'issue', 'do'].includes(verb) && objects.includes('request') && objects.some((o) => o === 'http' || o === 'https' || o === 'api' || o === 'rest')) return { ...act('Execute', 'calls an arbitrary API'), phrase: phrase || 'an HTTP request' };
   if ((verb === 'ask' || verb === 'consult') && has(MODEL_NOUNS)) return act('Execute', 'hands the question to another agent, which runs a model');
   if (ctx.browser && ELEMENT_VERBS.has(verb) && has(ELEMENT_NOUNS)) return act('Execute', 'is a browser or device action that clicks, types or submits');
   if (ctx.browser && VIEWING_VERBS.has(verb) && VIEWS.has(direct ?? '')) return act('Read', 'only changes which page is shown');
@@ -214,7 +224,7 @@ function refine(verb: string, base: Category, objects: string[], ctx: Context, p
     case 'Destructive':
       if (['remove', 'delete', 'clear', 'unlink', 'detach', 'revoke'].includes(verb) && lightFor(verb, objects)) return act('Write', 'is a small change that can be undone by adding it back');
       // "remove a record from a list": the record stays; only its membership goes.
-      if (['remove', 'unassign', 'detach'].includes(verb) && objects.some((o, i) => o === 'from' && CONTAINERS.has(objects[i + 1] ?? ''))) return act('Write', 'is a small change that can be undone by adding it back');
+      if (['remove', 'unassign', 'detach'].includes(verb) && (objects.some((o, i) => o === 'from' && CONTAINERS.has(objects[i + 1] ?? '')) || MEMBERSHIPS.has(FROM_CONTAINER.exec(phrase.toLowerCase())?.[1] ?? '') || MEMBERSHIPS.has(REMOVED_FROM.exec(ctx.description.slice(0, 200))?.[1] ?? ''))) return act('Write', 'is a small change that can be undone by adding it back');
       if (['terminate', 'kill', 'clean'].includes(verb) && has(PROCESS_NOUNS)) return act('Write', 'stops a process and destroys no data');
       return act('Destructive', 'destroys data or removes a protection');
     case 'Execute':
@@ -232,6 +242,8 @@ function refine(verb: string, base: Category, objects: string[], ctx: Context, p
       if (['clear', 'reset', 'empty'].includes(verb) && (objects.some((o) => o === 'all' || o === 'everything' || o === 'entire') || /^(?:all|everything|the entire|the whole|every)\b/i.test(phrase))) return act('Destructive', 'discards everything it holds');
       // "submit a job", "enqueue a build": the job runs.
       if (['submit', 'queue', 'enqueue'].includes(verb) && has(RUNNABLE)) return act('Execute', 'runs it');
+      // "add a job to the queue": a worker picks it up and runs it.
+      if (['add', 'push', 'create', 'new'].includes(verb) && objects.some((o) => o === 'job' || o === 'jobs') && /\bqueue/.test(`${objects.join(' ')} ${phrase.toLowerCase()} ${ctx.description.slice(0, 200)}`)) return act('Execute', 'queues it for a worker, which runs it');
       // "activate a workflow": it runs from now on, whenever its trigger fires.
       if (['activate', 'enable'].includes(verb) && objects.some((o) => AUTOMATIONS.has(o))) return act('Execute', 'lets it run whenever its trigger fires');
       // Deployments in other words: making, promoting or rolling back a deployment deploys.

@@ -170,7 +170,7 @@ export const REPORT_NOUNS = new Set(['audit', 'audits', 'scan', 'scans', 'score'
 export const LIGHT_NOUNS = new Set([
   'reaction', 'emoji', 'breakpoint', 'watchpoint', 'logpoint', 'link', 'watcher', 'star', 'favorite', 'bookmark', 'highlight', 'filter',
   'subscriber', 'follower', 'listener', 'pin', 'session', 'forward', 'port', 'draft_reply', 'cache',
-  'redirect', 'forwarding', 'proxy', 'tunnel',
+  'redirect', 'forwarding', 'proxy', 'tunnel', 'alias', 'invite', 'bypass',
 ]);
 
 /** Also light when *removed* from something (remove_label detaches; delete_label destroys the label). */
