@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
@@ -171,7 +171,8 @@ describe('audit hardening (issue 9)', () => {
     await killedChild(file, `
       for (let i = 0; i < 300; i++) log.finish(log.append({ kind: 'call', tool: 'sent' + i, decision: 'allow', args: { i }, awaitsOutcome: true }), 'result', i);
       await new Promise((r) => setTimeout(r, 60)); // the batch timer (50 ms) hands these to the thread
-      for (let i = 0; i < 5; i++) log.finish(log.append({ kind: 'call', tool: 'waiting' + i, decision: 'allow', awaitsOutcome: true }), 'is_error', i);`, { background: true });
+      for (let i = 0; i < 5; i++) log.finish(log.append({ kind: 'call', tool: 'waiting' + i, decision: 'allow', awaitsOutcome: true }), 'is_error', i);
+      await new Promise((r) => setImmediate(r)); // the last outcome's line goes at the end of its turn`, { background: true });
     const log = new AuditLog(file);
     const rows = log.query({ limit: 1000 });
     assert.equal(rows.length, 305);
@@ -181,17 +182,35 @@ describe('audit hardening (issue 9)', () => {
     log.close();
   });
 
-  it('12. an outcome survives kill -9 once finish() returned', async () => {
+  it('12. an outcome survives kill -9 once the next journal write or the end of its turn came', async () => {
     const file = join(tempDir(), 'audit.db');
     await killedChild(file, `
       const ref = log.append({ kind: 'call', tool: 'done', decision: 'allow', awaitsOutcome: true });
       log.flush();
       log.finish(ref, 'result', 12.5);
       const same = log.append({ kind: 'call', tool: 'same-batch', decision: 'allow', awaitsOutcome: true });
-      log.finish(same, 'is_error', 3);`);
+      log.finish(same, 'is_error', 3);
+      await new Promise((resolve) => setImmediate(resolve));
+      const late = log.append({ kind: 'call', tool: 'no-turn-end', decision: 'allow', awaitsOutcome: true });
+      log.finish(late, 'result', 1);`);
     const log = new AuditLog(file);
-    assert.deepEqual(log.query({}).map((r) => [r.tool, r.outcome, r.latency_ms]), [['done', 'result', 12.5], ['same-batch', 'is_error', 3]]);
+    // done's outcome rode with same-batch's row, same-batch's went at the end of the turn; the
+    // last was killed in the turn of its answer, so its row stands without an outcome.
+    assert.deepEqual(log.query({}).map((r) => [r.tool, r.outcome, r.latency_ms]), [['done', 'result', 12.5], ['same-batch', 'is_error', 3], ['no-turn-end', null, null]]);
     assert.ok(log.verify().ok);
+    log.close();
+  });
+
+  it('12. outcomes cost no journal write of their own while calls keep coming: they ride with the next row', () => {
+    const file = join(tempDir(), 'audit.db');
+    const log = new AuditLog(file);
+    const dir = journalDirs(file)[0];
+    const journal = () => readdirSync(dir).filter((n) => n.startsWith(journalPrefix(file))).map((n) => readFileSync(join(dir, n), 'utf8')).join('');
+    const a = log.append({ kind: 'call', tool: 'a', decision: 'allow', awaitsOutcome: true });
+    log.finish(a, 'result', 1);
+    assert.doesNotMatch(journal(), /"o":/, 'not written on its own');
+    log.append({ kind: 'call', tool: 'b', decision: 'allow' });
+    assert.match(journal(), new RegExp(`\\{"o":"${a.eventId}","r":"result","l":1\\}\\n\\[`), 'written with the next row, before it');
     log.close();
   });
 

@@ -214,6 +214,9 @@ export class AuditLog {
   private readonly idPrefix = `${process.pid.toString(36)}-${this.nonce}-`;
   private seq = 0;
   private outcomes: Outcome[] = [];
+  /** Journal lines of outcomes recorded in this turn, still to be written (see finish). */
+  private unwritten = '';
+  private turnEnd: NodeJS.Immediate | undefined;
   private timer: NodeJS.Timeout | undefined;
   private readonly listeners = new Set<(e: LiveAuditEvent) => void>();
 
@@ -239,7 +242,13 @@ export class AuditLog {
     ];
     // The journal line is what survives kill -9: the call, its tool, decision and argument keys.
     // Hashing the arguments waits for the batch, off the path of the call.
-    this.journalWrite(this.lines.line(entry));
+    const line = this.lines.line(entry);
+    if (this.unwritten === '') this.journalWrite(line);
+    else {
+      const lines = this.unwritten + line;
+      this.unwritten = '';
+      this.journalWrite(lines);
+    }
     this.pending.push({ entry, args: e.args, storeArgValues: e.storeArgValues, awaitsOutcome: e.awaitsOutcome });
     this.scheduleOrRotate();
     if (this.listeners.size > 0) this.tell(entry, e);
@@ -268,22 +277,34 @@ export class AuditLog {
 
   /**
    * Records the upstream outcome of a forwarded call (result, is_error, error, cancelled,
-   * unanswered, unreachable, timeout). Journalled at once: call it before the answer goes to the
-   * client, and a kill -9 after that keeps it.
+   * unanswered, unreachable, timeout). Its journal line rides with the next journal write (the
+   * next call's line, this batch's end) or goes at the end of this turn of the event loop, so a
+   * call costs one journal write on its path and the answer does not wait for a second: a kill -9
+   * between the answer and the end of its turn leaves the row without its outcome, like a call
+   * still in flight, never without the row.
    */
   finish(ref: AuditRef, outcome: string, latencyMs: number | null): void {
     const o: Outcome = { eventId: ref.eventId, outcome, latency: latencyMs === null ? null : Math.round(latencyMs * 1000) / 1000 };
     this.outcomes.push(o);
-    try {
-      this.journalWrite(outcomeLine(o));
-    } catch (err) {
-      // The call has run: its answer still goes out, and the outcome reaches the database with the batch.
-      if (!this.opts.onError) throw err;
-      this.opts.onError(`audit journal: ${(err as Error).message}`);
-    }
+    this.unwritten += outcomeLine(o);
+    this.turnEnd ??= setImmediate(this.writeUnwritten);
     this.scheduleOrRotate();
     this.opts.onEvent?.({ event_id: ref.eventId, ts: new Date().toISOString(), instance: this.instance, kind: 'outcome', outcome, latency_ms: o.latency });
   }
+
+  /** Outcome lines not yet in the journal go now; a failure is reported, as the outcomes still reach the database with their batch. */
+  private readonly writeUnwritten = (): void => {
+    clearImmediate(this.turnEnd);
+    this.turnEnd = undefined;
+    if (this.unwritten === '') return;
+    const lines = this.unwritten;
+    this.unwritten = '';
+    try {
+      this.journalWrite(lines);
+    } catch (err) {
+      this.opts.onError?.(`audit journal: ${(err as Error).message}`);
+    }
+  };
 
   /**
    * Each batch has its own journal file, removed once the batch is stored. A write the disk cuts
@@ -346,6 +367,8 @@ export class AuditLog {
   private send(): void {
     clearTimeout(this.timer);
     this.timer = undefined;
+    // The batch's journal holds every outcome the batch stores.
+    this.writeUnwritten();
     if (this.pending.length === 0 && this.outcomes.length === 0) return;
     const batch: Batch = {
       entries: this.pending.map((p) => p.entry),
