@@ -64,3 +64,42 @@ describe('a session whose upstream closes while a decision is pending', () => {
     assert.equal(await counters.value(counters.asked[0].key, Date.now()), 0, 'the reservation was given back');
   });
 });
+
+describe('call timeouts with several calls in flight (one timer per session)', () => {
+  it('each call runs out at its own deadline, progress moves only its own, an answered call never times out', async () => {
+    const r = validatePolicyObject({ version: '1', default: 'allow' });
+    if (!r.ok) throw new Error(JSON.stringify(r.issues));
+    const toClient: Json[] = [];
+    const toServer: Json[] = [];
+    const s = new PolicySession({
+      engine: new Engine({ policy: new CompiledPolicy(r.policy, r.hash), counters: new MemoryCounterStore() }),
+      identity: { sessionId: 's1', serverName: 'slow', grant: { label: 'ci', tags: [] } },
+      log: pino({ level: 'silent' }),
+      callTimeoutMs: 300,
+      toClient: (m) => toClient.push(m),
+      toServer: (m) => toServer.push(m),
+    });
+    const call = (id: string) => s.fromClient({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'work', arguments: {}, _meta: { progressToken: `p-${id}` } } });
+    const sleep = (ms: number) => new Promise((res) => setTimeout(res, ms));
+    const timedOut = () => toClient.filter((m) => (m.error as { code?: number } | undefined)?.code === -32001).map((m) => m.id);
+    const t0 = performance.now();
+    call('a');
+    call('answered');
+    await sleep(150);
+    call('b');
+    s.fromServer({ jsonrpc: '2.0', id: 'answered', result: { content: [] } });
+    await sleep(100);
+    s.fromServer({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 'p-a', progress: 1 } });
+    // a's wait starts again at 250 ms (due at 550), b's is due at 450.
+    while (timedOut().length < 1) await sleep(10);
+    assert.deepEqual(timedOut(), ['b']);
+    assert.ok(performance.now() - t0 >= 440, 'b ran out no earlier than its deadline');
+    while (timedOut().length < 2) await sleep(10);
+    assert.deepEqual(timedOut(), ['b', 'a']);
+    assert.ok(performance.now() - t0 >= 540, 'a ran out no earlier than its moved deadline');
+    const cancelled = toServer.filter((m) => m.method === 'notifications/cancelled').map((m) => (m.params as { requestId: string }).requestId);
+    assert.deepEqual(cancelled, ['b', 'a']);
+    assert.equal(toClient.filter((m) => m.id === 'answered').length, 1);
+    assert.equal(s.inFlight, 0);
+  });
+});

@@ -60,8 +60,8 @@ interface Pending {
   paged?: boolean;
   decision?: Decision;
   audit?: AuditRef;
-  /** Runs out after callTimeoutMs without an answer or progress (forwarded tools/call only). */
-  timer?: NodeJS.Timeout;
+  /** When it runs out without an answer or progress (performance.now(); forwarded tools/call only). */
+  deadline?: number;
   /** A call held for approval: aborting stops waiting (the approval itself stays pending). */
   held?: AbortController;
 }
@@ -114,9 +114,13 @@ export class PolicySession {
   private clientElicits = false;
   private closed = false;
   private readonly now: () => number;
+  private readonly callTimeoutMs: number;
+  /** One timer for the whole session, due at the earliest deadline of its forwarded calls (none per call). */
+  private deadlineTimer?: NodeJS.Timeout;
 
   constructor(private readonly opts: SessionOptions) {
     this.now = opts.now ?? Date.now;
+    this.callTimeoutMs = opts.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
   }
 
   get inFlight(): number {
@@ -496,19 +500,36 @@ export class PolicySession {
     pending.audit = this.record(ctx, shadowDeny ? 'shadow_deny' : 'allow', decision.rule, decision.message, true);
     this.opts.toServer(message);
     // The wait starts when the call is written upstream (a call held for approval is not waiting on the server).
-    const timeoutMs = this.opts.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
-    if (timeoutMs > 0 && this.pending.get(key) === pending) {
-      pending.timer = setTimeout(() => this.timedOut(key, pending, timeoutMs), timeoutMs);
-      pending.timer.unref();
+    if (this.callTimeoutMs > 0 && this.pending.get(key) === pending) {
+      pending.deadline = performance.now() + this.callTimeoutMs;
+      this.deadlineTimer ??= this.armDeadlines(this.callTimeoutMs);
       if (pending.progressToken !== undefined) this.byProgressToken.set(pending.progressToken, pending);
     }
   }
 
+  private armDeadlines(ms: number): NodeJS.Timeout {
+    const timer = setTimeout(this.checkDeadlines, ms);
+    timer.unref();
+    return timer;
+  }
+
+  /** Times out the calls whose deadline has passed, then waits for the earliest of the rest. */
+  private readonly checkDeadlines = (): void => {
+    this.deadlineTimer = undefined;
+    const now = performance.now();
+    let next = Infinity;
+    for (const [key, pending] of this.pending) {
+      if (pending.deadline === undefined) continue;
+      if (pending.deadline <= now) this.timedOut(key, pending);
+      else next = Math.min(next, pending.deadline);
+    }
+    if (next !== Infinity) this.deadlineTimer = this.armDeadlines(next - now);
+  };
+
   /** No answer (nor progress) in time: cancelled upstream, committed (it was written), a timeout error to the client. */
-  private timedOut(key: string, pending: Pending, timeoutMs: number): void {
-    if (this.pending.get(key) !== pending) return;
+  private timedOut(key: string, pending: Pending): void {
     this.pending.delete(key);
-    const seconds = Math.round(timeoutMs / 100) / 10;
+    const seconds = Math.round(this.callTimeoutMs / 100) / 10;
     this.opts.toServer({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: pending.id, reason: `toolgate: no answer within the call timeout (${seconds} s)` } });
     this.finish(pending, 'timeout', true);
     this.reject(pending.id!, REQUEST_TIMEOUT, `The call to "${pending.tool}" timed out: the upstream MCP server did not answer within ${seconds} s (call_timeout). It was cancelled upstream; it may have run.`);
@@ -542,8 +563,8 @@ export class PolicySession {
   }
 
   private finish(pending: Pending, outcome: string, ok: boolean): void {
-    if (pending.timer) {
-      clearTimeout(pending.timer);
+    if (pending.deadline !== undefined) {
+      pending.deadline = undefined;
       if (this.byProgressToken.get(pending.progressToken) === pending) this.byProgressToken.delete(pending.progressToken);
     }
     pending.held?.abort();
@@ -564,7 +585,8 @@ export class PolicySession {
       return;
     }
     if (this.byProgressToken.size > 0 && message.method === 'notifications/progress' && isObject(message.params)) {
-      this.byProgressToken.get(message.params.progressToken)?.timer?.refresh();
+      const waiting = this.byProgressToken.get(message.params.progressToken);
+      if (waiting?.deadline !== undefined) waiting.deadline = performance.now() + this.callTimeoutMs;
     }
     const isResponse = !Object.hasOwn(message, 'method') && isValidId(message.id);
     if (isResponse && this.answerOwn(message, 'server')) return;
@@ -663,6 +685,8 @@ export class PolicySession {
    */
   upstreamClosed(reason: string): void {
     this.closed = true;
+    clearTimeout(this.deadlineTimer);
+    this.deadlineTimer = undefined;
     for (const own of [...this.own.values()]) own.resolve({ jsonrpc: '2.0', error: { code: INTERNAL_ERROR, message: reason } });
     this.own.clear();
     for (const [key, pending] of this.pending) {
