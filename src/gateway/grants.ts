@@ -1,4 +1,5 @@
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { sha256 } from '../policy/load.js';
 import type { Grant, GrantStore } from '../state/types.js';
 
 export interface NewGrant {
@@ -20,7 +21,7 @@ export function newToken(): string {
 }
 
 export function tokenHash(token: string): string {
-  return createHash('sha256').update(token).digest('hex');
+  return sha256(token);
 }
 
 /** Grants: tokens shown once at creation, stored only as SHA-256, checked on every request. */
