@@ -1,4 +1,5 @@
 // npm run bench: every benchmark, each against a baseline measured in the same run.
+import { benchAblation } from './ablation.js';
 import { benchClassify } from './classify.js';
 import { benchDecisions } from './decisions.js';
 import { benchGateway } from './gateway.js';
@@ -8,5 +9,6 @@ import { benchSessions } from './sessions.js';
 await benchDecisions();
 await benchClassify();
 await benchLatency();
+await benchAblation();
 await benchGateway();
 await benchSessions();
