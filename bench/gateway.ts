@@ -2,7 +2,8 @@
 // BENCH_PEERS=1, the popular transport-only proxies (mcp-proxy, supergateway), each with the same
 // stdio upstream (server-everything), driven by wrk (Debian) on one initialized session.
 // Peers are installed into node_modules/.cache/toolgate-peers on first use. BENCH_CPU_PROF=DIR
-// profiles toolgate serve (node --cpu-prof; the profile is written when it stops).
+// profiles toolgate serve (node --cpu-prof; the profile is written when it stops); BENCH_TOOLGATE_BIN
+// runs another build's bin/toolgate.js as the gateway (to compare two builds).
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -96,7 +97,7 @@ export async function startTargets(withPeers: boolean): Promise<Target[]> {
   writeFileSync(join(home, 'toolgate.yaml'), `listen: 127.0.0.1:${tgPort}\nstate: sqlite:./state.db\naudit: ./audit.db\nservers:\n  everything:\n    command: ${JSON.stringify(process.execPath)}\n    args: [${JSON.stringify(EVERYTHING)}]\n    policy: ./policy/policy.json\n`);
   const grant = JSON.parse((await exec(process.execPath, [join(ROOT, 'bin/toolgate.js'), 'grants', 'create', '--server', 'everything', '--label', 'bench', '--state', `sqlite:${join(home, 'state.db')}`, '--json'], { env })).stdout);
   const serveArgs = [...(process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []), ...(process.env.BENCH_CPU_PROF ? [`--cpu-prof`, `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [])];
-  const toolgate = spawn(process.execPath, [...serveArgs, join(ROOT, 'bin/toolgate.js'), 'serve', '-c', join(home, 'toolgate.yaml')], { env, stdio: 'ignore' });
+  const toolgate = spawn(process.execPath, [...serveArgs, process.env.BENCH_TOOLGATE_BIN ?? join(ROOT, 'bin/toolgate.js'), 'serve', '-c', join(home, 'toolgate.yaml')], { env, stdio: 'ignore' });
   const barePort = await freePort();
   const bare = spawn(process.execPath, [join(ROOT, 'bench/bare-http-proxy.mjs'), String(barePort), process.execPath, EVERYTHING], { stdio: 'ignore' });
   const targets: Target[] = [
