@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import fs, { readdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { syncBuiltinESMExports } from 'node:module';
 import { basename, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
@@ -214,6 +215,43 @@ describe('audit hardening (issue 9)', () => {
     log.close();
   });
 
+  it('12. a burst of outcomes in one turn carries no journal far past its size', async () => {
+    const file = join(tempDir(), 'audit.db');
+    const log = new AuditLog(file);
+    // Every journal write, by file descriptor (the named import follows the patched export).
+    const written: number[] = [];
+    const open = new Map<number, number>();
+    const [original, originalOpen] = [fs.writeSync, fs.openSync];
+    fs.openSync = ((...a: Parameters<typeof fs.openSync>) => {
+      const fd = originalOpen(...a);
+      open.set(fd, written.push(0) - 1);
+      return fd;
+    }) as typeof fs.openSync;
+    fs.writeSync = ((fd: number, data: string) => {
+      const n = original(fd, data);
+      const i = open.get(fd);
+      if (i !== undefined) written[i] += n;
+      return n;
+    }) as typeof fs.writeSync;
+    syncBuiltinESMExports();
+    try {
+      // Calls in flight fill the first journal to just under its size, then all end in one turn (an upstream closes).
+      const refs = [];
+      while (written.length === 0 || written[0] < JOURNAL_MAX_BYTES - 4096) refs.push(log.append({ kind: 'call', tool: `t${refs.length}`, decision: 'allow', message: 'm'.repeat(400), awaitsOutcome: true }));
+      for (const ref of refs) log.finish(ref, 'unanswered', null);
+      await new Promise((r) => setImmediate(r));
+    } finally {
+      [fs.writeSync, fs.openSync] = [original, originalOpen];
+      syncBuiltinESMExports();
+    }
+    assert.ok(written.length > 1, 'the journal was rotated');
+    const largest = Math.max(...written);
+    assert.ok(largest <= JOURNAL_MAX_BYTES + 16 * 1024 + 1024, `a journal took ${largest} bytes`);
+    assert.ok(log.query({ limit: 5000 }).every((r) => r.outcome === 'unanswered'), 'every outcome reached the database');
+    assert.ok(log.verify().ok);
+    log.close();
+  });
+
   it('13. any toolgate that starts replays a dead process\'s journal into its own database', async () => {
     const { spawnSync } = await import('node:child_process');
     const file = join(tempDir(), 'audit.db');
@@ -273,6 +311,19 @@ describe('audit journal on a full disk', () => {
     const log = new AuditLog(file);
     assert.equal(log.query({ limit: 5000 }).length, accepted, 'each accepted call has its row; no refused one has');
     assert.ok(accepted > 1000, `${accepted}: a cut journal gives way to a new one, the process keeps recording`);
+    log.close();
+  });
+
+  it('a cut first line of a new journal ends that journal too: the calls after it are recorded (ulimit -f 512)', async () => {
+    const file = join(tempDir(), 'audit.db');
+    const { stdout } = await exec('bash', ['-c', `trap '' XFSZ; ulimit -f 512; exec "${process.execPath}" ${join(FIXTURES, 'journal-fill.mjs')}`], {
+      env: { ...process.env, AUDIT_MODULE: pathToFileURL(join(ROOT, 'src/audit/index.ts')).href, AUDIT_FILE: file, HUGE_FIRST: '1', NODE_OPTIONS: '--import tsx' },
+    }).catch((err: { stdout: string }) => err);
+    const { accepted, refused, first } = JSON.parse(stdout) as { accepted: number; refused: string[]; first: string };
+    assert.match(first, /^the journal took \d+ of \d+ bytes/, 'the oversized first event was refused');
+    assert.ok(accepted > 1000, `${accepted} accepted, ${refused.length} refused after it: ${refused[0]}`);
+    const log = new AuditLog(file);
+    assert.equal(log.query({ limit: 5000 }).length, accepted);
     log.close();
   });
 });

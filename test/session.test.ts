@@ -103,3 +103,59 @@ describe('call timeouts with several calls in flight (one timer per session)', (
     assert.equal(s.inFlight, 0);
   });
 });
+
+describe('the session timer with extreme and re-entrant timeouts', () => {
+  const allowAll = () => {
+    const r = validatePolicyObject({ version: '1', default: 'allow' });
+    if (!r.ok) throw new Error(JSON.stringify(r.issues));
+    return new Engine({ policy: new CompiledPolicy(r.policy, r.hash), counters: new MemoryCounterStore() });
+  };
+  const sleep = (ms: number) => new Promise((res) => setTimeout(res, ms));
+
+  it('a call timeout past what setTimeout takes (30 days) neither fires early nor spins', async () => {
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(w.name);
+    process.on('warning', onWarning);
+    const toClient: Json[] = [];
+    const s = new PolicySession({
+      engine: allowAll(), identity: { sessionId: 's', serverName: 'x', grant: { label: 'g', tags: [] } }, log: pino({ level: 'silent' }),
+      callTimeoutMs: 30 * 86_400_000, toClient: (m) => toClient.push(m), toServer: () => {},
+    });
+    s.fromClient({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'work', arguments: {} } });
+    await sleep(100);
+    process.off('warning', onWarning);
+    assert.deepEqual(toClient, [], 'no timeout yet');
+    assert.deepEqual(warnings, [], 'no TimeoutOverflowWarning');
+    assert.equal(s.inFlight, 1);
+    s.upstreamClosed('done');
+  });
+
+  it('a client that answers each timeout with a new call keeps one timer, and each call times out on time', async () => {
+    const armed: number[] = [];
+    const realSetTimeout = globalThis.setTimeout;
+    globalThis.setTimeout = ((fn: () => void, ms?: number) => { armed.push(ms ?? 0); return realSetTimeout(fn, ms); }) as typeof setTimeout;
+    const timeouts: number[] = [];
+    let s: PolicySession;
+    let n = 0;
+    const call = () => s.fromClient({ jsonrpc: '2.0', id: ++n, method: 'tools/call', params: { name: 'work', arguments: {} } });
+    const t0 = performance.now();
+    try {
+      s = new PolicySession({
+        engine: allowAll(), identity: { sessionId: 's', serverName: 'x', grant: { label: 'g', tags: [] } }, log: pino({ level: 'silent' }),
+        callTimeoutMs: 20,
+        // Retries at once, inside the timeout's own answer.
+        toClient: (m) => { if ((m.error as { code?: number } | undefined)?.code === -32001) { timeouts.push(performance.now() - t0); if (timeouts.length < 10) call(); } },
+        toServer: () => {},
+      });
+      const wait = (ms: number) => new Promise((res) => realSetTimeout(res, ms));
+      call();
+      while (timeouts.length < 10) await wait(5);
+      await wait(50);
+    } finally {
+      globalThis.setTimeout = realSetTimeout;
+    }
+    assert.ok(armed.length <= timeouts.length + 2, `${armed.length} timers armed for ${timeouts.length} timeouts`);
+    timeouts.forEach((t, i) => assert.ok(t >= 20 * (i + 1) - 1, `timeout ${i} at ${t.toFixed(1)} ms`));
+    assert.equal(s!.inFlight, 0);
+  });
+});

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { closeSync, existsSync, mkdirSync, openSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, unlinkSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { dirname, join } from 'node:path';
 import { Worker } from 'node:worker_threads';
@@ -133,6 +133,8 @@ function createAuditDatabase(file: string): void {
 }
 
 const FLUSH_EVERY_MS = 50;
+/** Outcome lines held for the next journal write at most (characters). */
+const UNWRITTEN_MAX = 16 * 1024;
 const FLUSH_AT = 256;
 
 /**
@@ -287,10 +289,18 @@ export class AuditLog {
     const o: Outcome = { eventId: ref.eventId, outcome, latency: latencyMs === null ? null : Math.round(latencyMs * 1000) / 1000 };
     this.outcomes.push(o);
     this.unwritten += outcomeLine(o);
-    this.turnEnd ??= setImmediate(this.writeUnwritten);
+    // A burst of answers in one turn (a closing upstream, many in one read) is written as it grows,
+    // so that it can neither hold much memory nor carry a journal far past its size.
+    if (this.unwritten.length >= UNWRITTEN_MAX) this.writeUnwritten();
+    else this.turnEnd ??= setImmediate(this.endOfTurn);
     this.scheduleOrRotate();
     this.opts.onEvent?.({ event_id: ref.eventId, ts: new Date().toISOString(), instance: this.instance, kind: 'outcome', outcome, latency_ms: o.latency });
   }
+
+  private readonly endOfTurn = (): void => {
+    this.writeUnwritten();
+    this.scheduleOrRotate();
+  };
 
   /** Outcome lines not yet in the journal go now; a failure is reported, as the outcomes still reach the database with their batch. */
   private readonly writeUnwritten = (): void => {
@@ -324,8 +334,17 @@ export class AuditLog {
     }
     if (wrote < wanted) {
       this.sendReporting();
+      // Nothing was pending, so no batch took the journal: it holds its header and the cut line only.
+      if (this.journal) this.dropJournal();
       throw new Error(`the journal took ${wrote} of ${wanted} bytes (is the disk full?)`);
     }
+  }
+
+  private dropJournal(): void {
+    const { fd, path } = this.journal!;
+    this.journal = null;
+    try { closeSync(fd); } catch { /* already unusable */ }
+    try { unlinkSync(path); } catch { /* gone */ }
   }
 
   /** A full journal's batch is stored at once (so a journal stays small); else on the timer. */

@@ -1,4 +1,4 @@
-import { hash } from 'node:crypto';
+import * as crypto from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { parse as parseJsonc, printParseErrorCode, type ParseError } from 'jsonc-parser';
 import { isMap, isScalar, LineCounter, parseDocument, type Document } from 'yaml';
@@ -57,9 +57,12 @@ export function canonicalJson(value: unknown): string {
   return JSON.stringify(value) ?? 'null';
 }
 
-/** Hex SHA-256 (the one-shot `hash`: no Hash object per call, which the audit chain makes several of per row). */
+/** The one-shot `crypto.hash` (Node 20.12 on): no Hash object per call, which the audit chain makes several of per row. */
+const oneShot: ((algorithm: string, data: string, encoding: 'hex') => string) | undefined = crypto.hash;
+
+/** Hex SHA-256. */
 export function sha256(text: string): string {
-  return hash('sha256', text, 'hex');
+  return oneShot ? oneShot('sha256', text, 'hex') : crypto.createHash('sha256').update(text).digest('hex');
 }
 
 /** Validates an already-parsed policy object (no source positions). */

@@ -77,6 +77,8 @@ function progressTokenOf(params: unknown): unknown {
 }
 
 const DEFAULT_CALL_TIMEOUT_MS = 5 * 60_000;
+/** The longest wait setTimeout takes (2^31 − 1 ms). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 /** The SDK's RequestTimeout code. */
 const REQUEST_TIMEOUT = -32001;
 const UNANSWERED = '. The call had been sent, so it may have run: it counts against its limits.';
@@ -508,14 +510,18 @@ export class PolicySession {
   }
 
   private armDeadlines(ms: number): NodeJS.Timeout {
-    const timer = setTimeout(this.checkDeadlines, ms);
+    // Node runs a longer timeout after 1 ms: a far deadline is checked again at the longest wait.
+    const timer = setTimeout(this.checkDeadlines, Math.min(ms, MAX_TIMER_MS));
     timer.unref();
     return timer;
   }
 
-  /** Times out the calls whose deadline has passed, then waits for the earliest of the rest. */
+  /**
+   * Times out the calls whose deadline has passed, then waits for the earliest of the rest. The
+   * timer that fired stays set meanwhile, so a call forwarded during the check (a client that
+   * answers a timeout with a new call) arms none of its own; the map's iteration reaches it.
+   */
   private readonly checkDeadlines = (): void => {
-    this.deadlineTimer = undefined;
     const now = performance.now();
     let next = Infinity;
     for (const [key, pending] of this.pending) {
@@ -523,7 +529,7 @@ export class PolicySession {
       if (pending.deadline <= now) this.timedOut(key, pending);
       else next = Math.min(next, pending.deadline);
     }
-    if (next !== Infinity) this.deadlineTimer = this.armDeadlines(next - now);
+    this.deadlineTimer = next === Infinity || this.closed ? undefined : this.armDeadlines(next - now);
   };
 
   /** No answer (nor progress) in time: cancelled upstream, committed (it was written), a timeout error to the client. */
@@ -602,7 +608,8 @@ export class PolicySession {
     }
     this.pending.delete(idKey(message.id as Id));
     if (pending.method === 'tools/call') {
-      // Settled and journalled before the client hears the answer, so kill -9 after it keeps the outcome.
+      // Settled before the client hears the answer (a limit given back is free for its retry); the
+      // outcome's journal line follows the answer within this turn.
       const failed = Object.hasOwn(message, 'error');
       const result = message.result;
       this.finish(pending, failed ? 'error' : isObject(result) && result.isError === true ? 'is_error' : 'result', !failed);
