@@ -1,14 +1,15 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { CallCounter, CallHistogram } from './call-metrics.js';
 
 /** Prometheus metrics of one gateway. Tool labels are only names the policy knows, never arbitrary input. */
 export class GatewayMetrics {
   readonly registry = new Registry();
-  readonly calls = new Counter({ name: 'toolgate_calls_total', help: 'tools/call decisions', labelNames: ['server', 'tool', 'decision'], registers: [this.registry] });
-  readonly decisionSeconds = new Histogram({
+  readonly calls = new CallCounter({ name: 'toolgate_calls_total', help: 'tools/call decisions', labelNames: ['server', 'tool', 'decision'], registers: [this.registry] });
+  readonly decisionSeconds = new CallHistogram({
     name: 'toolgate_decision_seconds', help: 'time to decide a tools/call', labelNames: ['server'], registers: [this.registry],
     buckets: [0.00001, 0.00005, 0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05],
   });
-  readonly upstreamSeconds = new Histogram({
+  readonly upstreamSeconds = new CallHistogram({
     name: 'toolgate_upstream_seconds', help: 'time from forwarding a tools/call to its answer', labelNames: ['server', 'outcome'], registers: [this.registry],
     buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30],
   });

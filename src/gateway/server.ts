@@ -518,6 +518,9 @@ export class Gateway {
     } catch (err) {
       throw new HttpError(503, `cannot start the server "${name}": ${(err as Error).message}`, { 'retry-after': CAPACITY_RETRY_SECONDS });
     }
+    // This session's metric series, found once (the histograms' label sets are the server and its outcomes).
+    const decisionSeconds = this.metrics.decisionSeconds.child(name);
+    const upstreamSeconds = new Map<string, { observe(value: number): void }>();
     const session: PolicySession = new PolicySession({
       engine,
       audit,
@@ -531,10 +534,14 @@ export class Gateway {
       observe: {
         decision: (tool, decision, rule, seconds) => {
           const known = rule !== '(default)' && !rule.startsWith('/hide/');
-          this.metrics.calls.inc({ server: name, tool: known ? tool : '(unlisted)', decision });
-          this.metrics.decisionSeconds.observe({ server: name }, seconds);
+          this.metrics.calls.inc(name, known ? tool : '(unlisted)', decision);
+          decisionSeconds.observe(seconds);
         },
-        upstream: (_tool, outcome, seconds) => this.metrics.upstreamSeconds.observe({ server: name, outcome }, seconds),
+        upstream: (_tool, outcome, seconds) => {
+          let series = upstreamSeconds.get(outcome);
+          if (!series) upstreamSeconds.set(outcome, (series = this.metrics.upstreamSeconds.child(name, outcome)));
+          series.observe(seconds);
+        },
       },
       toClient: (m, raw) => {
         // An answer is activity too: a slow start or a slow call must not make the session look idle.
