@@ -8,7 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { start, stdioSetups } from './latency.js';
+import { measureInterleaved, stdioSetups } from './latency.js';
 import { fmt, median, percentile } from './stats.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -43,31 +43,18 @@ export async function benchAblation(rounds = Number(process.env.BENCH_ROUNDS ?? 
     mkdirSync(join(dir, 'run'));
     const { env, setups } = stdioSetups(join(dir, 'run'));
     const toolgate = setups['toolgate (memory counters)'];
-    const runs: Record<string, { cmd: string[]; env: NodeJS.ProcessEnv }> = {
-      direct: { cmd: setups.direct, env },
-      'bare proxy': { cmd: setups['bare proxy'], env },
-      toolgate: { cmd: toolgate, env },
-    };
+    const runs: Record<string, string[]> = { direct: setups.direct, 'bare proxy': setups['bare proxy'], toolgate };
+    const envs: Record<string, NodeJS.ProcessEnv> = {};
     for (const [name, switches] of Object.entries(VARIANTS)) {
-      const e = { ...env, ...Object.fromEntries(switches.map((s) => [`ABLATE_${s}`, '1'])) };
+      envs[name] = { ...env, ...Object.fromEntries(switches.map((s) => [`ABLATE_${s}`, '1'])) };
       // Each variant its own audit database, so no two processes share one.
       const cmd = toolgate.map((a) => (a === join(ROOT, 'bin/toolgate.js') ? ablated : a.endsWith('audit-m.db') ? a.replace('audit-m.db', `audit-${switches.join('-').toLowerCase()}.db`) : a));
-      runs[name] = { cmd, env: e };
+      runs[name] = cmd;
     }
     const ratios: Record<string, number[]> = {};
     const p99s: Record<string, number[]> = {};
     for (let r = 0; r < rounds; r++) {
-      const clients = Object.fromEntries(await Promise.all(Object.entries(runs).map(async ([n, s]) => [n, await start(s.cmd, s.env)] as const)));
-      const times: Record<string, number[]> = Object.fromEntries(Object.keys(runs).map((n) => [n, []]));
-      for (let i = 1; i <= calls + 200; i++) {
-        for (const [name, client] of Object.entries(clients)) {
-          const t0 = process.hrtime.bigint();
-          const line = await client.call(i, 'tools/call', { name: 'echo', arguments: { message: `hello ${i}` } });
-          if (i > 200) times[name].push(Number(process.hrtime.bigint() - t0) / 1e6);
-          if (!line.includes('Echo: hello')) throw new Error(`${name}: unexpected answer: ${line}`);
-        }
-      }
-      await Promise.all(Object.values(clients).map((c) => c.close()));
+      const times = await measureInterleaved(runs, calls, (setup) => envs[setup] ?? env);
       const p50 = Object.fromEntries(Object.entries(times).map(([n, t]) => [n, percentile(t, 50)]));
       for (const n of Object.keys(runs)) {
         if (n === 'direct') continue;

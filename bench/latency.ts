@@ -48,8 +48,9 @@ export async function start(command: string[], env: NodeJS.ProcessEnv): Promise<
  * Round trip times of sequential echo calls, interleaved across the setups (one call to each in
  * turn), so that the machine's drift touches every setup alike.
  */
-async function measureInterleaved(setups: Record<string, string[]>, calls: number, env: NodeJS.ProcessEnv): Promise<Record<string, number[]>> {
-  const clients = Object.fromEntries(await Promise.all(Object.entries(setups).map(async ([name, cmd]) => [name, await start(cmd, env)] as const)));
+export async function measureInterleaved(setups: Record<string, string[]>, calls: number, env: NodeJS.ProcessEnv | ((setup: string) => NodeJS.ProcessEnv)): Promise<Record<string, number[]>> {
+  const envOf = typeof env === 'function' ? env : () => env;
+  const clients = Object.fromEntries(await Promise.all(Object.entries(setups).map(async ([name, cmd]) => [name, await start(cmd, envOf(name))] as const)));
   const times: Record<string, number[]> = Object.fromEntries(Object.keys(setups).map((n) => [n, []]));
   for (let i = 1; i <= calls + 200; i++) {
     for (const [name, client] of Object.entries(clients)) {
