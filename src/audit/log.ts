@@ -244,13 +244,10 @@ export class AuditLog {
     ];
     // The journal line is what survives kill -9: the call, its tool, decision and argument keys.
     // Hashing the arguments waits for the batch, off the path of the call.
-    const line = this.lines.line(entry);
-    if (this.unwritten === '') this.journalWrite(line);
-    else {
-      const lines = this.unwritten + line;
-      this.unwritten = '';
-      this.journalWrite(lines);
-    }
+    // Outcome lines of this turn go first, in the same write.
+    const lines = this.unwritten + this.lines.line(entry);
+    this.unwritten = '';
+    this.journalWrite(lines);
     this.pending.push({ entry, args: e.args, storeArgValues: e.storeArgValues, awaitsOutcome: e.awaitsOutcome });
     this.scheduleOrRotate();
     if (this.listeners.size > 0) this.tell(entry, e);
@@ -303,7 +300,7 @@ export class AuditLog {
   };
 
   /** Outcome lines not yet in the journal go now; a failure is reported, as the outcomes still reach the database with their batch. */
-  private readonly writeUnwritten = (): void => {
+  private writeUnwritten(): void {
     clearImmediate(this.turnEnd);
     this.turnEnd = undefined;
     if (this.unwritten === '') return;
@@ -314,7 +311,7 @@ export class AuditLog {
     } catch (err) {
       this.opts.onError?.(`audit journal: ${(err as Error).message}`);
     }
-  };
+  }
 
   /**
    * Each batch has its own journal file, removed once the batch is stored. A write the disk cuts
