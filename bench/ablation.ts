@@ -48,8 +48,7 @@ export async function benchAblation(rounds = Number(process.env.BENCH_ROUNDS ?? 
     for (const [name, switches] of Object.entries(VARIANTS)) {
       envs[name] = { ...env, ...Object.fromEntries(switches.map((s) => [`ABLATE_${s}`, '1'])) };
       // Each variant its own audit database, so no two processes share one.
-      const cmd = toolgate.map((a) => (a === join(ROOT, 'bin/toolgate.js') ? ablated : a.endsWith('audit-m.db') ? a.replace('audit-m.db', `audit-${switches.join('-').toLowerCase()}.db`) : a));
-      runs[name] = cmd;
+      runs[name] = toolgate.map((a) => (a === join(ROOT, 'bin/toolgate.js') ? ablated : a.endsWith('audit-m.db') ? a.replace('audit-m.db', `audit-${switches.join('-').toLowerCase()}.db`) : a));
     }
     const ratios: Record<string, number[]> = {};
     const p99s: Record<string, number[]> = {};

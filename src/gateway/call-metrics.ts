@@ -46,13 +46,7 @@ abstract class CallMetric<S extends { labels: Labels }> {
 interface CounterSeries { labels: Labels; value: number }
 
 export class CallCounter extends CallMetric<CounterSeries> {
-  /** The series for these label values, in `labelNames` order. */
-  child(...values: string[]): { inc(): void } {
-    const s = this.find(values);
-    return { inc: () => { s.value++; } };
-  }
-
-  /** Adds one to the series of these label values. */
+  /** Adds one to the series of these label values, in `labelNames` order. */
   inc(...values: string[]): void {
     this.find(values).value++;
   }
