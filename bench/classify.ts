@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { classifyTools, type ToolDefinition } from '../src/risk/index.js';
+import { blindSets, formatSet, scoreSet } from '../test/helpers/safety.js';
 import { fmt, median } from './stats.js';
 
 const CORPUS = resolve(import.meta.dirname, '../test/corpus/servers');
@@ -17,6 +18,9 @@ export async function benchClassify(runs = 5): Promise<number> {
   }
   const rate = median(rates);
   console.log(`\nrisk classifier: ${fmt(rate)} tools/s (10,000 real tool definitions from the corpus; target: 10,000 in under a second)`);
+  // What the recommended policy lets through on every blind set, judged with the real engine (aggregates only).
+  const root = resolve(import.meta.dirname, '..');
+  for (const dir of blindSets(root)) console.log(`  ${formatSet(dir, scoreSet(join(root, dir)))}`);
   return rate;
 }
 

@@ -1,62 +1,66 @@
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { CATEGORIES, classifyTools, type Category, type ToolDefinition } from '../src/risk/index.js';
+import { CATEGORIES } from '../src/risk/index.js';
+import { blindSets, formatSet, scoreSet } from './helpers/safety.js';
 import { ROOT } from './helpers/toolgate.js';
 
 /**
- * The blind sets (test/blind/README.md, test/blind2/README.md, test/blind3/README.md): real tools from servers outside
- * the corpus, labelled against SPEC section 5 before any classifier change that followed. They
- * measure the classifier the way an outsider would and stay out of the tuning loop: this test
- * reports only aggregates — never an individual disagreement — and holds a floor a little below
- * the accuracy reached, so a regression shows.
+ * The blind sets (README.md in each test/blind… folder): real tools from servers outside the corpus, labelled
+ * against SPEC section 5 before the classifier saw them. blind, blind2, blind3 and blind4 have been looked at
+ * often enough that they are tuning data now (issue 24); blind5 joined them in round five; the measure is the
+ * fresh set labelled after them (blind6), reported here like the others as soon as it lands. This test reports only aggregates — never an
+ * individual disagreement — and holds floors a little below and ceilings a little above what was reached, so a
+ * regression shows. Beside accuracy it reports what the recommended policy lets through, judged with the real
+ * engine (test/helpers/safety.ts): unsafe misses and over-holds, each with its 95% Wilson interval, and how
+ * many tools the classifier decided by leaning strict (two readings, low confidence, the stricter taken). Every
+ * `test/blind*` folder with a labels.json is picked up (with no floors until someone sets them).
  */
-interface BlindSet {
-  dir: string;
+interface Floors {
   labelledAt: string;
   minTools: number;
   floor: { overall: number; perCategory: number };
+  /** The highest share of unsafe misses and of over-holds allowed. */
+  ceiling: { unsafe: number; overHolds: number };
 }
 
-const SETS: BlindSet[] = [
+// Ceilings sit just above what the classifier reaches (tune5, issue 24 round five: the broad structural classes of
+// src/risk/classify/strict-broad.ts); over-holds may never pass SPEC 5's target (5%). On the old sets a multi-action tool
+// held by allowlist counts as a miss when its label gives no per-action categories (blind: 9 of its 14 misses, blind2: 7 of 10).
+const KNOWN: Record<string, Floors> = {
   // Labels adjudicated with a second blind labeller at 92b862b (test/blind/ADJUDICATION.md).
-  { dir: 'test/blind', labelledAt: '4e3f19e', minTools: 540, floor: { overall: 0.9, perCategory: 0.75 } },
-  { dir: 'test/blind2', labelledAt: '1d8e0e9', minTools: 420, floor: { overall: 0.85, perCategory: 0.3 } },
-  { dir: 'test/blind3', labelledAt: '8e70291', minTools: 450, floor: { overall: 0.8, perCategory: 0.1 } },
-];
+  'test/blind': { labelledAt: '4e3f19e', minTools: 540, floor: { overall: 0.93, perCategory: 0.84 }, ceiling: { unsafe: 0.105, overHolds: 0.035 } },
+  'test/blind2': { labelledAt: '1d8e0e9', minTools: 420, floor: { overall: 0.9, perCategory: 0.72 }, ceiling: { unsafe: 0.12, overHolds: 0.03 } },
+  'test/blind3': { labelledAt: '8e70291', minTools: 450, floor: { overall: 0.89, perCategory: 0.6 }, ceiling: { unsafe: 0.02, overHolds: 0.045 } },
+  // Labelled blind at 1066c7e, second labelling 98947bd (kappa 0.916), settled by SPEC 5 at 7920dfc (test/blind4/ADJUDICATION.md).
+  'test/blind4': { labelledAt: '1066c7e', minTools: 950, floor: { overall: 0.81, perCategory: 0.7 }, ceiling: { unsafe: 0.04, overHolds: 0.04 } },
+  // The fresh measure for round four: labelled blind at 4c4e984, second labelling by two readers joined at 048fe46
+  // (kappa 0.965), settled by SPEC 5 at 00b62e6 (test/blind5/ADJUDICATION.md); measured once after tune4 (86.4%, unsafe
+  // misses 15.5%), then tuning data for round five (91.0%, unsafe misses 1.5% (4/265)): no longer a measure.
+  'test/blind5': { labelledAt: '4c4e984', minTools: 1260, floor: { overall: 0.905, perCategory: 0.8 }, ceiling: { unsafe: 0.02, overHolds: 0.03 } },
+  // The fresh measure for round five: labelled blind at 510bafb, second labelling by three readers joined at the
+  // merge of blind6p1-3 (kappa 0.904), settled by SPEC 5 at bbc0894 (test/blind6/ADJUDICATION.md); measured once, after
+  // tune5, never tuned on. The targets (unsafe 2%, over-holds 5%, 90%) are not met.
+  'test/blind6': { labelledAt: '510bafb', minTools: 1400, floor: { overall: 0.845, perCategory: 0 }, ceiling: { unsafe: 0.12, overHolds: 0.045 } },
+};
 
-function score(set: BlindSet): { n: number; overall: number; line: string; perCategory: Map<Category, number> } {
-  const dir = join(ROOT, set.dir);
-  const labels = JSON.parse(readFileSync(join(dir, 'labels.json'), 'utf8')) as Record<string, { category: Category }>;
-  const tally = new Map<Category, { n: number; right: number }>(CATEGORIES.map((c) => [c, { n: 0, right: 0 }]));
-  for (const file of readdirSync(join(dir, 'servers')).sort()) {
-    const slug = file.replace(/\.json$/, '');
-    const data = JSON.parse(readFileSync(join(dir, 'servers', file), 'utf8')) as { server: { serverInfo?: { name?: string }; instructions?: string | null }; tools: ToolDefinition[] };
-    const got = classifyTools(data.tools, { name: data.server.serverInfo?.name, instructions: data.server.instructions ?? undefined });
-    data.tools.forEach((tool, i) => {
-      const label = Object.hasOwn(labels, `${slug}/${tool.name}`) ? labels[`${slug}/${tool.name}`].category : undefined;
-      if (!label) return;
-      const t = tally.get(label)!;
-      t.n++;
-      if (got[i].category === label) t.right++;
-    });
-  }
-  const n = [...tally.values()].reduce((s, t) => s + t.n, 0);
-  const overall = [...tally.values()].reduce((s, t) => s + t.right, 0) / n;
-  const perCategory = new Map(CATEGORIES.map((c) => [c, tally.get(c)!.right / tally.get(c)!.n] as const));
-  const line = `${set.dir} (labelled at ${set.labelledAt}): ${(100 * overall).toFixed(1)}% of ${n} — ${CATEGORIES.map((c) => `${c} ${(100 * perCategory.get(c)!).toFixed(1)}% (${tally.get(c)!.n})`).join(', ')}`;
-  return { n, overall, line, perCategory };
-}
-
-for (const set of SETS) {
-  describe(`blind set ${set.dir} (labelled at ${set.labelledAt})`, () => {
-    it('reports accuracy overall and per category, above its floor', (t) => {
-      const { n, overall, line, perCategory } = score(set);
+for (const dir of blindSets(ROOT)) {
+  const known = KNOWN[dir];
+  describe(`blind set ${dir}${known ? ` (labelled at ${known.labelledAt})` : ''}`, () => {
+    it('reports accuracy overall and per category, unsafe misses and over-holds, within its floors', (t) => {
+      const s = scoreSet(join(ROOT, dir));
+      const line = formatSet(dir, s);
       t.diagnostic(line);
-      assert.ok(n >= set.minTools, `${n} labelled tools`);
-      assert.ok(overall >= set.floor.overall, line);
-      for (const c of CATEGORIES) assert.ok(perCategory.get(c)! >= set.floor.perCategory, `${c}: ${line}`);
+      assert.ok(s.n > 0, `${dir} has no labelled tools`);
+      if (!known) return;
+      assert.ok(s.n >= known.minTools, `${s.n} labelled tools`);
+      assert.ok(s.overall >= known.floor.overall, line);
+      for (const c of CATEGORIES) {
+        const tally = s.perCategory.get(c)!;
+        assert.ok(tally.right / tally.n >= known.floor.perCategory, `${c}: ${line}`);
+      }
+      assert.ok(s.unsafe.p <= known.ceiling.unsafe, `unsafe misses: ${line}`);
+      assert.ok(s.overHolds.p <= known.ceiling.overHolds, `over-holds: ${line}`);
     });
   });
 }

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { classifyTools, type Category, type ToolDefinition } from '../src/risk/index.js';
+import { classifyTools } from '../src/risk/index.js';
+import { check, obj, str } from './helpers/risk-cases.js';
 
 /**
  * The classes of reasoning of issue 13, each with invented tools (none is taken from the blind
@@ -8,16 +9,6 @@ import { classifyTools, type Category, type ToolDefinition } from '../src/risk/i
  * other words, generating versus writing, reports versus query languages, browsers and quiet
  * tools, and an honest fallback.
  */
-type Case = [ToolDefinition, Category];
-const str = { type: 'string' };
-const obj = (properties: Record<string, unknown>) => ({ type: 'object', properties });
-
-function check(server: { name?: string; instructions?: string }, cases: Case[]) {
-  const got = classifyTools(cases.map(([t]) => t), server);
-  cases.forEach(([tool, want], i) => {
-    it(`${server.name ?? '(no server)'}: ${tool.name} is ${want}`, () => assert.equal(got[i].category, want, got[i].rationale));
-  });
-}
 
 describe('a word takes its sense from the server', () => {
   check({ name: 'crypto-exchange', instructions: 'Trade on spot markets and manage your wallet balances.' }, [
@@ -294,7 +285,8 @@ describe('generic documents where money is the business', () => {
 
 describe('money owed to people, and money documents as heads', () => {
   check({ name: 'gig-board', instructions: 'Post paid tasks for human workers and pay them from your balance.' }, [
-    [{ name: 'post_bounty', description: 'Post a bounty for a real-world task.' }, 'Write'],
+    // Posting a bounty promises money to whoever does the task (SPEC 5: creating a financial obligation is Financial; issue 24 moved it from Write).
+    [{ name: 'post_bounty', description: 'Post a bounty for a real-world task.' }, 'Financial'],
     [{ name: 'create_bounty', description: 'Create a bounty that a worker can claim.' }, 'Financial'],
     [{ name: 'accept_bounty_application', description: 'Accept a worker\'s application.' }, 'Financial'],
     [{ name: 'complete_bounty', description: 'Mark the task done and rate the worker.' }, 'Financial'],
@@ -394,7 +386,7 @@ describe('a browser\'s elements and views, questions about state, and questions 
     [{ name: 'browser_window_new', description: 'Open a new window.' }, 'Read'],
     [{ name: 'browser_page_select', description: 'Select a page by its index.' }, 'Read'],
     [{ name: 'browser_page_close', description: 'Close a page.' }, 'Write'],
-    [{ name: 'browser_navigate', description: 'Go to a URL.' }, 'Read'],
+    [{ name: 'browser_navigate', description: 'Go to a URL.' }, 'Execute'],
     [{ name: 'browser_screenshot', description: 'Capture the page.' }, 'Read'],
   ]);
   check({ name: 'widgets' }, [

@@ -74,7 +74,8 @@ describe('classifier: SPEC contract cases', () => {
     ['createPullRequest', 'Create a pull request', 'Write'],
     ['policies.create', 'Create a policy', 'Write'],
     ['browser_click', 'Perform click on a web page', 'Execute'],
-    ['browser_navigate', 'Navigate to a URL', 'Read'],
+    // SPEC 5: navigating a real browser to a URL is Execute (the browser carries the user's sessions).
+    ['browser_navigate', 'Navigate to a URL', 'Execute'],
     ['get_secret', 'Read a secret value', 'Read'],
     ['run_audit_report', 'Run the weekly access report', 'Read'],
   ];
@@ -98,18 +99,25 @@ describe('classifier: SPEC contract cases', () => {
     assert.ok(hinted.signals.includes('annotation_conflict'));
     assert.ok(hinted.confidence < plain.confidence);
     const raised = classifyTool({ name: 'update_record', description: 'Update a record', annotations: { destructiveHint: true } });
-    assert.equal(raised.risk, 'high', 'destructiveHint raises the risk of a Write');
+    assert.equal(raised.category, 'Destructive', 'destructiveHint: true makes a Write at least Destructive (issue 24)');
     assert.match(raised.rationale, /marks it destructive/);
   });
 
   it('schema signals: paths, URLs, code, many parameters; nothing matched gives low confidence', () => {
     const c = classifyTool({
       name: 'do_thing', description: '',
-      inputSchema: { type: 'object', properties: Object.fromEntries(['path', 'url', 'script', 'a', 'b', 'c', 'd', 'e', 'f'].map((k) => [k, { type: 'string' }])) },
+      inputSchema: { type: 'object', properties: Object.fromEntries(['path', 'url', 'query', 'a', 'b', 'c', 'd', 'e', 'f'].map((k) => [k, { type: 'string' }])) },
     });
     for (const s of ['filesystem_path', 'url', 'code_or_query', 'many_parameters', 'no_description']) assert.ok(c.signals.includes(s as never), s);
     assert.ok(c.confidence <= 0.35);
     assert.match(c.rationale, /Nothing in the name or description/);
+  });
+
+  it('an argument that carries a script makes a tool Execute even when nothing else says what it does', () => {
+    const c = classifyTool({ name: 'do_thing', description: '', inputSchema: { type: 'object', properties: { script: { type: 'string' } } } });
+    assert.equal(c.category, 'Execute', c.rationale);
+    assert.ok(c.confidence <= 0.6);
+    assert.match(c.rationale, /`script` argument takes a script/);
   });
 });
 
@@ -126,7 +134,7 @@ describe('toolgate classify', () => {
       assert.equal(r.code, 0, r.stderr);
       const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l));
       assert.deepEqual(lines.map((l) => [l.name, l.category]), [['read_file', 'Read'], ['delete_file', 'Destructive']]);
-      assert.deepEqual(Object.keys(lines[0]), ['name', 'category', 'risk', 'confidence', 'signals', 'rationale', 'evidence']);
+      assert.deepEqual(Object.keys(lines[0]), ['name', 'category', 'risk', 'confidence', 'signals', 'rationale', 'evidence', 'flows']);
     }
   });
 
@@ -201,9 +209,11 @@ describe('server records of real servers', () => {
     const cat = (n: string) => rec.tools.find((t: any) => t.name === n).classification.category;
     assert.equal(cat('read_text_file'), 'Read');
     assert.equal(cat('list_directory'), 'Read');
-    assert.equal(cat('write_file'), 'Write');
-    assert.equal(cat('move_file'), 'Write');
-    assert.equal(cat('edit_file'), 'Write');
+    // The server marks write_file, move_file and edit_file destructiveHint: true, which makes them at least Destructive (issue 24).
+    assert.equal(cat('write_file'), 'Destructive');
+    assert.equal(cat('move_file'), 'Destructive');
+    assert.equal(cat('edit_file'), 'Destructive');
+    assert.equal(cat('create_directory'), 'Write');
     assert.equal(rec.identity.origin.package, '@modelcontextprotocol/server-filesystem');
     assert.match(rec.identity.origin.version, /^\d+\.\d+\.\d+/);
     assert.match(rec.identity.fingerprint, /^[0-9a-f]{64}$/);
@@ -211,12 +221,12 @@ describe('server records of real servers', () => {
     assert.ok(rec.identity.protocolVersion);
     assert.equal(rec.auth.kind, 'local-process');
     assert.equal(rec.capabilities.tools.count, rec.tools.length);
-    // write_file, edit_file and move_file say destructiveHint: true, which raises them to high.
-    assert.equal(rec.tools.find((t: any) => t.name === 'write_file').classification.risk, 'high');
-    assert.deepEqual(rec.grade, { letter: 'D', points: 3, reasons: ['riskiest tool is high (+2)', '3 tools are high or critical (+1)'] });
+    assert.equal(rec.tools.find((t: any) => t.name === 'write_file').classification.risk, 'critical');
+    assert.deepEqual(rec.grade, { letter: 'F', points: 4, reasons: ['riskiest tool is critical (+3)', '3 tools are high or critical (+1)'] });
     assert.ok(validatePolicyObject(rec.recommendedPolicy).ok);
     assert.deepEqual(rec.recommendedPolicy.tools.read_text_file, {});
-    assert.equal(rec.recommendedPolicy.tools.write_file.limits[0].max, 30);
+    assert.equal(rec.recommendedPolicy.tools.write_file.action, 'approve');
+    assert.equal(rec.recommendedPolicy.tools.create_directory.limits[0].max, 30);
     for (const t of rec.tools) for (const s of ['description', 'classification', 'attacks', 'verdict', 'policy', 'faq']) assert.ok(s in t, `${t.name}.${s}`);
   });
 

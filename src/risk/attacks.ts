@@ -32,7 +32,7 @@ export const ATTACKS: AttackPattern[] = [
     categories: ['Read', 'Write', 'Execute', 'Destructive', 'Financial'],
     signals: ['html_or_template', 'many_parameters'],
     needsSignal: true,
-    mitigation: 'Pin tool definitions (`toolgate pin`) and review them once; `default: deny` so a new tool is not callable until listed; `deny_if` on arguments that look like secrets.',
+    mitigation: '`poisoned: hide` (the recommended policy): every tools/list is scanned for instructions to ignore, conceal, read credentials or send data elsewhere, hidden characters and encoded blobs, and a tool that carries them is hidden and denied; pin tool definitions (`toolgate pin`) and review them once; `default: deny` so a new tool is not callable until listed; `deny_if` on arguments that look like secrets.',
   },
   {
     id: 'rug-pull',

@@ -38,12 +38,40 @@ function urlArguments(tool: ToolDefinition): string[] {
   return out;
 }
 
+const RETURNS_SECRETS_ALL = new RegExp(RETURNS_SECRETS.source, 'g');
+/** The credential is how the call reads, not what it returns: "accessible with current credentials", "attached to my API key". */
+const MEANS_BEFORE = /\b(?:with|using|via|through|attached to|authenticated by|has|have)\s+(?:(?:the|my|your|its|their|current|a|an|this|that|valid)\s+)*$/;
+/** The credential is the subject of what follows ("every store the API key can see"). */
+const SUBJECT_AFTER = /^\s+(?:can|could|has|have|is|are|allows?|grants?)\b/;
+/** The sentence says the values are not returned ("Passwords are never returned", "values are never shown"). */
+const NOT_RETURNED = /\b(?:are|is)\s+(?:never|not)\s+(?:returned|shown|exposed|included|revealed|printed)\b|\bmetadata only\b|\bno secrets\b/;
+
+/**
+ * Whether the description says the call returns credentials or the environment: some match where the
+ * credential is what comes back, not how the call authenticates, in a sentence that does not say the
+ * values are withheld. Only the description's own reading is refined here; a name that says secrets
+ * still holds (untrusted text never lowers what the name implies).
+ */
+function returnsSecrets(description: string): boolean {
+  if (!RETURNS_SECRETS.test(description)) return false;
+  RETURNS_SECRETS_ALL.lastIndex = 0;
+  for (let m = RETURNS_SECRETS_ALL.exec(description); m; m = RETURNS_SECRETS_ALL.exec(description)) {
+    const secret = m[2];
+    const at = m.index + m[0].length - secret.length;
+    const sentence = description.slice(at).split(/[.!?](?:\s|$)/, 1)[0];
+    if (MEANS_BEFORE.test(description.slice(Math.max(0, at - 40), at)) || SUBJECT_AFTER.test(description.slice(at + secret.length, at + secret.length + 12))) continue;
+    if (NOT_RETURNED.test(sentence) || NOT_RETURNED.test(description.slice(at, at + 200).split(/[.!?](?:\s|$)/).slice(0, 2).join('. '))) continue;
+    return true;
+  }
+  return false;
+}
+
 export function refinementsFor(c: Classification, tool?: ToolDefinition): Refinement[] {
   if (!tool) return [];
   const out: Refinement[] = [];
   const words = nameWords(tool.name).join(' ');
   const description = (tool.description ?? '').toLowerCase();
-  if (c.category === 'Read' && (SECRET_NAME.test(words) || RETURNS_SECRETS.test(description))) {
+  if (c.category === 'Read' && (SECRET_NAME.test(words) || returnsSecrets(description))) {
     out.push({
       id: 'returns-secrets', attack: 'credential-leak',
       says: 'It returns credentials or the process environment, so each call waits for a human even though it only reads.',

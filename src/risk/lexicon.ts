@@ -17,7 +17,8 @@ export const VERBS = new Map<string, Category>([
     wait expect assert discover query_docs resolve_library identify estimate measure test_connection lint audit
     trace capture_screenshot observe watch poll download render convert translate format recommend suggest
     diagnose troubleshoot debug_info grep cat head tail stat stats metric metrics scan open capture version schema
-    thinking think score forecast predict autocomplete help examine tokenize rerank rank classify detect access transform`),
+    thinking think score forecast predict autocomplete help examine tokenize rerank rank classify detect access transform
+    goto visit`),
   ...verbs('Write', `create add update edit set put post send write move rename copy upload insert append modify patch assign
     unassign comment reply merge push commit fork star unstar label tag connect disconnect pause resume schedule
     invite subscribe unsubscribe enable disable toggle save store upsert publish unpublish close reopen approve unapprove
@@ -27,14 +28,14 @@ export const VERBS = new Map<string, Category>([
     complete finish accept reject dismiss follow unfollow new make draft snooze transition
     duplicate clone scale record note reconnect compress finalize prepare manage confirm authorize void issue
     transfer switch broadcast multicast give grant place hide unhide fix suspend decline report promote activate deactivate
-    forward relay`),
+    forward relay bump contest dispute acquire rent lease rebuild recreate reinitialize replace alter award ingest bridge wrap unwrap mint burn claim redeem`),
   ...verbs('Execute', `run execute exec eval evaluate invoke trigger launch spawn attach step continue deploy build compile
     install apply click tap press type fill hover drag drop swipe scroll interact rerun retry restart call perform
     automate simulate sql start handle rollout upgrade downgrade cordon drain ship delegate redeploy`),
   ...verbs('Destructive', `delete remove destroy purge truncate wipe erase uninstall cleanup clean unprotect revoke kill
-    terminate flush prune deprovision decommission overwrite nuke empty shred obliterate`),
+    terminate flush prune deprovision decommission overwrite nuke empty shred obliterate evict`),
   ...verbs('Financial', `pay refund charge payout withdraw purchase buy sell trade swap tip donate bill checkout
-    capture_payment transfer_funds deposit stake unstake borrow repay lend hire`),
+    capture_payment transfer_funds deposit stake unstake borrow repay lend hire liquidate debit`),
 ]);
 
 /** HTTP methods as tool verbs: with no object they are raw API calls. */
@@ -45,11 +46,17 @@ export const MONEY_NOUNS = new Set([
   'payment', 'payments', 'refund', 'refunds', 'payout', 'payouts', 'transfer', 'transfers', 'withdrawal', 'invoice',
   'invoices', 'subscription', 'subscriptions', 'renewal', 'autorenewal',
   'adjustment', 'adjustments', 'checkout', 'purchase', 'purchases', 'trade', 'trades', 'swap', 'swaps', 'bill',
-  'billing', 'money', 'funds', 'fund', 'wire', 'disbursement', 'remittance', 'credit', 'debit', 'paymentlink', 'intent',
+  'billing', 'money', 'funds', 'fund', 'cash', 'wire', 'disbursement', 'remittance', 'credit', 'debit', 'paymentlink', 'intent',
   'usdc', 'usdt', 'eth', 'bnb', 'btc', 'crypto', 'cryptocurrency', 'erc20', 'nft', 'erc721', 'erc1155', 'allowance',
   'stablecoin', 'lamports', 'sats', 'payment_method', 'auto_renewal', 'spending', 'expense', 'expenses', 'deposit', 'deposits', 'sale', 'sales',
   // Paying people: a bounty, escrow or payroll is money owed to someone.
   'bounty', 'bounties', 'escrow', 'payroll', 'salary', 'salaries',
+  // Disputing a payment: contesting a chargeback is about money owed.
+  'chargeback', 'chargebacks', 'dispute', 'disputes',
+  // A share of revenue paid out to others.
+  'revenue',
+  // Wagers and pools of funds: placing a bet or adding liquidity commits money.
+  'bet', 'bets', 'wager', 'wagers', 'liquidity', 'reward', 'rewards',
 ]);
 
 /**
@@ -57,8 +64,8 @@ export const MONEY_NOUNS = new Set([
  * to a database and a purchase to a shop or an exchange; a `charge` is a battery level or a card
  * payment; a `token` is a credential or a coin.
  */
-const MOVE = ['send', 'transfer', 'approve', 'buy', 'sell', 'swap', 'withdraw', 'deposit', 'stake'];
-const OBLIGE = ['create', 'place', 'cancel', 'update', 'modify', 'edit', 'close', 'submit', 'execute', 'send', 'approve', 'amend', 'replace', 'delete', 'confirm'];
+const MOVE = ['send', 'transfer', 'approve', 'buy', 'sell', 'swap', 'withdraw', 'deposit', 'stake', 'bridge', 'wrap', 'unwrap', 'mint', 'burn', 'redeem', 'claim'];
+const OBLIGE = ['create', 'place', 'cancel', 'update', 'modify', 'edit', 'close', 'submit', 'execute', 'send', 'approve', 'amend', 'replace', 'delete', 'confirm', 'broadcast', 'sign', 'post', 'capture', 'void', 'refund', 'redeem'];
 const CHANGE = ['update', 'modify', 'edit', 'cancel', 'change', 'upgrade', 'downgrade'];
 const senses = (verbs: string[], nouns: string) => nouns.split(' ').map((n): [string, Set<string>] => [n, new Set(verbs)]);
 
@@ -100,7 +107,9 @@ export const MONEY_VERBS_ON_OBJECT: Record<string, Category> = {
   place: 'Financial', transfer: 'Financial', process: 'Financial', upgrade: 'Financial', downgrade: 'Financial',
   pause: 'Financial', resume: 'Financial', enable: 'Financial', disable: 'Financial', set: 'Financial', renew: 'Financial',
   change: 'Financial', buy: 'Financial', close: 'Financial', modify: 'Financial', edit: 'Financial', register: 'Financial',
-  complete: 'Financial', release: 'Financial', delete: 'Financial',
+  complete: 'Financial', release: 'Financial', delete: 'Financial', contest: 'Financial', dispute: 'Financial',
+  broadcast: 'Financial', sign: 'Financial', post: 'Financial', claim: 'Financial', redeem: 'Financial', add: 'Financial',
+  bridge: 'Financial', wrap: 'Financial', unwrap: 'Financial', mint: 'Financial', burn: 'Financial', rent: 'Financial',
 };
 
 
@@ -121,7 +130,8 @@ export const AGENT_NAMES = new Set(['claude', 'codex', 'gemini', 'copilot', 'aid
 /** Word pairs that name one action. */
 export const PHRASES: [RegExp, Category][] = [
   [/\bport forward/, 'Execute'],
-  [/\bgo (back|forward)\b/, 'Read'],
+  // Back and forward drive a real browser to a URL from its history (SPEC 5: navigation is Execute).
+  [/\bgo (back|forward)\b/, 'Execute'],
   [/\b(ai|autonomous|research|coding) (agent|assistant)\b/, 'Execute'],
   [/\bkick(?:s|ing)? off\b/, 'Execute'],
   [/\b(?:hands?|delegates?|passes|forwards?|sends?) (?:a |the |this )?(?:task|prompt|work|job) (?:off )?to (?:an?|the|another) /, 'Execute'],
@@ -137,7 +147,7 @@ const MONEY_MOVES = new RegExp([
   /(?:buys?|purchases?|orders?) (?:a |an |the |new )?(?:domain|plan|subscription|licen[cs]e|service|product|item|hosting|credits?|tokens?)/.source,
   /places? (?:a |an )?(?:new )?(?:market |limit |stop |buy |sell )?order|(?:buy|sell) orders?|market orders?|limit orders?/.source,
   /approves? (?:a |the )?(?:spender|token spending|allowance)|token allowance|spending (?:allowance|approval)/.source,
-  /(?:cancels?|pauses?|resumes?|upgrades?|downgrades?) (?:a |an |the )?(?:customer'?s? )?(?:active )?subscriptions?|auto-?renew(?:al)?/.source,
+  /(?:cancels?|pauses?|resumes?|upgrades?|downgrades?) (?:a |an |the )?(?:customer'?s? )?(?:active )?subscriptions?|auto-?renew(?:al)?|auto(?:matic)?[ -]?(?:credit )?(?:refill|top-?up|recharge|reload)s?/.source,
 ].map((s) => `(?:${s})`).join('|').replace(/^/, '\\b(?:').concat(')'));
 
 /** A fee or payment the call itself spends ("one payment covers all children"). */
@@ -184,6 +194,8 @@ export const DETACHABLE_NOUNS = new Set([
 export const PROTECTION_NOUNS = new Set([
   'lock', 'locks', 'protection', 'protections', 'privacy', 'firewall', 'mfa', '2fa', 'encryption', 'safeguard',
   'guardrail', 'guardrails', 'restriction', 'restrictions', 'blocklist', 'blocked', 'denylist', 'ruleset', 'rulesets',
+  // Backups protect data against its loss: turning them off removes that protection.
+  'backup', 'backups',
 ]);
 
 /** Artefacts a call makes and hands back: generating one changes nothing unless it is saved somewhere. */

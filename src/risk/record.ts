@@ -1,5 +1,8 @@
 import type { PolicyInput } from '../policy/schema.js';
+import { hideLevel, scanTool } from '../poison/scan.js';
+import type { Finding } from '../poison/types.js';
 import { ATTACKS, attacksFor } from './attacks.js';
+import { serverFlows, type ServerFlows } from '../flows/record.js';
 import { refinementsFor, type Refinement } from './leaks.js';
 import { classifyTools } from './classify.js';
 import { recommendedEntry, recommendPolicy, verdictOf, type Verdict } from './recommend.js';
@@ -18,6 +21,12 @@ export interface ToolRecord {
   verdict: Verdict;
   /** How the rule was tightened beyond the category's, each naming the attack pattern it blunts. */
   refinements: Omit<Refinement, 'paths'>[];
+  /**
+   * Text in the definition aimed at the model rather than the user (src/poison): each finding
+   * with its field and evidence. A hide-level one makes the verdict Hidden (the recommended policy
+   * says poisoned: hide) and lowers the grade. Absent in older records.
+   */
+  poisoning?: Finding[];
   /** The recommended rule for this tool alone, as the seeds show it. */
   policy: PolicyInput;
   faq: { q: string; a: string }[];
@@ -35,6 +44,8 @@ export interface ServerRecord {
     verification: Verification;
     changedTools: string[];
     instructions: string | null;
+    /** Where this server's pins are looked up, first to last (src/risk/identity.ts); absent in older records. */
+    pinKeys?: string[];
   };
   auth: AuthPosture;
   capabilities: {
@@ -48,6 +59,8 @@ export interface ServerRecord {
   counts: Record<Category, number>;
   riskiest: { name: string; category: Category; risk: Risk; confidence: number }[];
   tools: ToolRecord[];
+  /** The tools by flow role, and whether the server completes the trifecta alone (absent in older records). */
+  flows?: ServerFlows;
   recommendedPolicy: PolicyInput;
 }
 
@@ -56,10 +69,11 @@ const LETTERS = ['A', 'B', 'C', 'D', 'F'] as const;
 /**
  * The risk grade (docs/risk.md): points from the riskiest tool (low 0 … critical 3), one more
  * when three or more tools are high or critical, one for a URL that answers without credentials,
- * one for a URL without TLS, one when pinned definitions changed. A 0, B 1, C 2, D 3, F 4+.
+ * one for a URL without TLS, one when pinned definitions changed, two when any tool's definition
+ * has a hide-level poisoning finding (src/poison). A 0, B 1, C 2, D 3, F 4+.
  * Adding a tool, raising a risk or weakening the posture never improves the grade.
  */
-export function gradeOf(classifications: readonly Classification[], auth: AuthPosture, verification: Verification): ServerRecord['grade'] {
+export function gradeOf(classifications: readonly Classification[], auth: AuthPosture, verification: Verification, poisoned: readonly string[] = []): ServerRecord['grade'] {
   const reasons: string[] = [];
   let points = 0;
   const worst = classifications.reduce((m, c) => Math.max(m, RISKS.indexOf(c.risk)), 0);
@@ -72,6 +86,7 @@ export function gradeOf(classifications: readonly Classification[], auth: AuthPo
   if (auth.kind === 'open') { points++; reasons.push('answers without credentials (+1)'); }
   if (auth.tls === false) { points++; reasons.push('no TLS (+1)'); }
   if (verification === 'changed') { points++; reasons.push('tool definitions changed since they were pinned (+1)'); }
+  if (poisoned.length > 0) { points += 2; reasons.push(`${poisoned.length === 1 ? `${poisoned[0]}'s definition carries` : `${poisoned.length} tools' definitions carry`} text aimed at the model (+2)`); }
   return { letter: LETTERS[Math.min(points, 4)], points, reasons };
 }
 
@@ -87,16 +102,42 @@ function faq(tool: ToolDefinition, c: Classification, serverName: string, rule: 
   ];
 }
 
+/** The tools whose definitions differ from the pins, and what that makes the server (null: never pinned). */
+function verify(names: readonly string[], fingerprints: readonly string[], pins: Record<string, string> | null): { verification: Verification; changedTools: string[] } {
+  const changedTools = pins ? names.filter((n, i) => !Object.hasOwn(pins, n) || pins[n] !== fingerprints[i]) : [];
+  return { verification: !pins ? 'unpinned' : changedTools.length > 0 ? 'changed' : 'pinned', changedTools };
+}
+
+/**
+ * A stored record checked against the pins as they are now (the catalog keeps the state of the
+ * day it was recorded): its verification, changed tools and grade follow.
+ */
+export function reverified(record: ServerRecord, pins: Record<string, string> | null): ServerRecord {
+  const { verification, changedTools } = verify(record.tools.map((t) => t.name), record.tools.map((t) => t.fingerprint), pins);
+  if (verification === record.identity.verification && changedTools.join('\n') === record.identity.changedTools.join('\n')) return record;
+  return {
+    ...record,
+    identity: { ...record.identity, verification, changedTools },
+    grade: gradeOf(record.tools.map((t) => t.classification), record.auth, verification, poisonedTools(record.tools)),
+  };
+}
+
+/** The tools with hide-level poisoning findings. */
+function poisonedTools(tools: readonly Pick<ToolRecord, 'name' | 'poisoning'>[]): string[] {
+  return tools.filter((t) => hideLevel(t.poisoning ?? []).length > 0).map((t) => t.name);
+}
+
 /** Builds the record of a server from what it listed, against its pins (null: never pinned). */
 export function buildRecord(listing: Listing, pins: Record<string, string> | null): ServerRecord {
   const serverName = listing.serverInfo.title || listing.serverInfo.name;
   const classifications = classifyTools(listing.tools, { name: listing.serverInfo.name, instructions: listing.instructions ?? undefined });
   const fingerprints = listing.tools.map((t) => toolFingerprint(t));
-  const changedTools = pins ? listing.tools.filter((t, i) => !Object.hasOwn(pins, t.name) || pins[t.name] !== fingerprints[i]).map((t) => t.name) : [];
-  const verification: Verification = !pins ? 'unpinned' : changedTools.length > 0 ? 'changed' : 'pinned';
+  const { verification, changedTools } = verify(listing.tools.map((t) => t.name), fingerprints, pins);
   const tools: ToolRecord[] = listing.tools.map((tool, i) => {
     const c = classifications[i];
-    const policy: PolicyInput = { version: '1', default: 'deny', tools: { [c.name]: recommendedEntry(c, tool) } };
+    const poisoning = scanTool(tool);
+    const poisoned = hideLevel(poisoning).length > 0;
+    const policy: PolicyInput = { version: '1', default: 'deny', ...(poisoned ? { poisoned: 'hide' as const } : {}), tools: { [c.name]: recommendedEntry(c, tool) } };
     const refinements = refinementsFor(c, tool);
     return {
       name: tool.name,
@@ -104,8 +145,9 @@ export function buildRecord(listing: Listing, pins: Record<string, string> | nul
       description: tool.description ?? '',
       fingerprint: fingerprints[i],
       classification: c,
-      attacks: [...new Set([...attacksFor(c), ...refinements.map((r) => ATTACKS.find((a) => a.id === r.attack)!)])].map(({ id, title, description, mitigation }) => ({ id, title, description, mitigation })),
-      verdict: verdictOf(c, false, tool),
+      attacks: [...new Set([...attacksFor(c), ...refinements.map((r) => ATTACKS.find((a) => a.id === r.attack)!), ...(poisoning.length ? ATTACKS.filter((a) => a.id === 'tool-poisoning') : [])])].map(({ id, title, description, mitigation }) => ({ id, title, description, mitigation })),
+      verdict: verdictOf(c, poisoned, tool),
+      poisoning,
       refinements: refinements.map(({ id, attack, says }) => ({ id, attack, says })),
       policy,
       faq: faq(tool, c, serverName, policy),
@@ -138,10 +180,11 @@ export function buildRecord(listing: Listing, pins: Record<string, string> | nul
       logging: caps.logging !== undefined,
       completions: caps.completions !== undefined,
     },
-    grade: gradeOf(classifications, listing.auth, verification),
+    grade: gradeOf(classifications, listing.auth, verification, poisonedTools(tools)),
     counts,
     riskiest,
     tools,
+    flows: serverFlows(classifications),
     recommendedPolicy: recommendPolicy(classifications, listing.tools, serverName),
   };
 }

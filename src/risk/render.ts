@@ -1,5 +1,8 @@
+import { escapeControls } from '../display/index.js';
+import type { Finding } from '../poison/types.js';
 import { CATEGORIES } from './types.js';
 import type { ServerRecord, ToolRecord } from './record.js';
+import { serverFlowSentence, toolFlowLines } from '../flows/record.js';
 
 /** File-safe name for a tool page. */
 export function toolSlug(name: string): string {
@@ -29,9 +32,28 @@ function baseVerdictLine(t: ToolRecord): string {
   switch (t.verdict) {
     case 'Allowed': return `${t.name} is allowed: it only reads. Everything else on the server is denied unless you say otherwise.`;
     case 'Rate-limited': return `${t.name} stays usable, but rate-capped — a runaway agent can't fire it dozens of times a minute. Everything else on the server is denied unless you say otherwise.`;
-    case 'Needs approval': return `${t.name} waits for a human to approve each call, who sees its arguments. Everything else on the server is denied unless you say otherwise.`;
-    case 'Hidden': return `${t.name} is hidden from the agent and denied if called.`;
+    case 'Needs approval': {
+      const a = t.classification.actions;
+      if (a) return `${t.name} waits for a human to approve each call, who sees its arguments, unless its ${a.param} is exactly one of ${a.safe.join(', ')}: ${Object.keys(a.values).filter((v) => !a.safe.includes(v)).join(', ')}, any value added later, another spelling and a call without ${a.param} are all held; the safe actions stay usable${t.policy.tools?.[t.name]?.limits?.length ? ', rate-capped' : ''}. Everything else on the server is denied unless you say otherwise.`;
+      return `${t.name} waits for a human to approve each call, who sees its arguments. Everything else on the server is denied unless you say otherwise.`;
+    }
+    case 'Hidden': return hideLevelOf(t).length
+      ? `${t.name} is hidden from the agent and denied if called: its definition carries text aimed at the model rather than the user (poisoned: hide).`
+      : `${t.name} is hidden from the agent and denied if called.`;
   }
+}
+
+const hideLevelOf = (t: ToolRecord): Finding[] => (t.poisoning ?? []).filter((f) => f.level === 'hide');
+/** A description as a person may see it: hidden characters (tag characters, bidi controls) shown as escapes. */
+const shownDescription = (t: ToolRecord) => escapeControls(t.description.trim(), true) || `${t.name} has no description.`;
+/** Markdown text: escaped as above, and with characters that would make markup or links inert. */
+const mdText = (s: string) => escapeControls(s).replace(/[\\`*_[\]<>|]/g, '\\$&');
+
+function poisoningMarkdown(t: ToolRecord): string[] {
+  const found = t.poisoning ?? [];
+  if (!found.length) return [];
+  return ['## Poisoning', '', `${found.length} finding${found.length === 1 ? '' : 's'} of text aimed at the model rather than the user:`, '',
+    ...found.map((f) => `- **${f.level}** · ${f.kind} in \`${escapeControls(f.field).replace(/`/g, "'")}\`: ${mdText(f.evidence)}`), ''];
 }
 
 export function toolMarkdown(r: ServerRecord, t: ToolRecord): string {
@@ -41,8 +63,9 @@ export function toolMarkdown(r: ServerRecord, t: ToolRecord): string {
     '',
     '## What it does',
     '',
-    t.description.trim() || `${t.name} has no description.`,
+    shownDescription(t),
     '',
+    ...poisoningMarkdown(t),
     '## Why it needs a policy',
     '',
     `**${c.category}**, risk **${c.risk}**, confidence ${c.confidence}${c.signals.length ? ` · signals: ${c.signals.join(', ')}` : ''}`,
@@ -50,6 +73,8 @@ export function toolMarkdown(r: ServerRecord, t: ToolRecord): string {
     c.rationale,
     '',
     ...c.evidence.map((e) => `- from the ${e.from}: “${e.text}”`),
+    '',
+    ...toolFlowLines(c),
     '',
     '## Attacks that exploit this kind of access',
     '',
@@ -69,13 +94,14 @@ export function toolMarkdown(r: ServerRecord, t: ToolRecord): string {
     '',
     ...t.faq.flatMap((f) => [`**${f.q}**`, '', f.a, '']),
   ];
-  return lines.join('\n');
+  // Hidden characters anywhere in server-written text (the FAQ repeats the description) shown as escapes.
+  return escapeControls(lines.join('\n'), true);
 }
 
 export function serverMarkdown(r: ServerRecord, toolHref: (t: ToolRecord) => string = (t) => `tools/${toolSlug(t.name)}.md`): string {
   const id = r.identity;
   const caps = r.capabilities;
-  return [
+  return escapeControls([
     `# ${serverTitle(r)}: Risk & Policy`,
     '',
     `Risk grade **${r.grade.letter}** (${r.grade.reasons.join('; ') || 'no risky tools'})`,
@@ -109,11 +135,12 @@ export function serverMarkdown(r: ServerRecord, toolHref: (t: ToolRecord) => str
     '',
     ...r.riskiest.map((t) => `- ${t.name}: ${t.category}, ${t.risk} (confidence ${t.confidence})`),
     '',
+    ...(r.flows ? ['## Data flows', '', serverFlowSentence(r.flows), ''] : []),
     '## Every tool',
     '',
     '| tool | category | risk | verdict |',
     '|---|---|---|---|',
-    ...r.tools.map((t) => `| [${t.name}](${toolHref(t)}) | ${t.classification.category} | ${t.classification.risk} | ${t.verdict} |`),
+    ...r.tools.map((t) => `| [${t.name}](${toolHref(t)}) | ${t.classification.category} | ${t.classification.risk} | ${t.verdict}${t.poisoning?.length ? ` (poisoning: ${hideLevelOf(t).length} hide, ${t.poisoning.length - hideLevelOf(t).length} warn)` : ''} |`),
     '',
     '## Recommended policy',
     '',
@@ -121,7 +148,7 @@ export function serverMarkdown(r: ServerRecord, toolHref: (t: ToolRecord) => str
     json(r.recommendedPolicy),
     '```',
     '',
-  ].join('\n');
+  ].join('\n'), true);
 }
 
 const esc = (s: string) => s.replace(/[&<>"']/g, (ch) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[ch]!);
@@ -153,8 +180,10 @@ const STYLE = `
 `;
 
 function page(title: string, body: string): string {
-  return `<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${esc(title)}</title><style>${STYLE}</style></head><body>${body}</body></html>\n`;
+  // Server-written text (descriptions, FAQ answers, names) may carry tag characters or bidi
+  // controls: on the page every one is shown as an escape, wherever it came from.
+  return escapeControls(`<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${esc(title)}</title><style>${STYLE}</style></head><body>${body}</body></html>\n`, true);
 }
 
 const badge = (category: string, text = category) => `<span class="badge cat-${esc(category)}">${esc(text)}</span>`;
@@ -165,10 +194,12 @@ export function toolHtml(r: ServerRecord, t: ToolRecord, serverHref = '../index.
 <p class="muted"><a href="${esc(serverHref)}">← ${esc(serverTitle(r))}</a></p>
 <h1>${esc(t.name)} · ${esc(serverTitle(r))}: Risk &amp; Policy</h1>
 <p>${badge(c.category)} <span class="badge">${esc(c.risk)} risk</span> <span class="muted">confidence ${c.confidence}</span></p>
-<section><h2>What it does</h2><p>${esc(t.description.trim() || `${t.name} has no description.`)}</p></section>
+<section><h2>What it does</h2><p>${esc(shownDescription(t))}</p></section>
+${t.poisoning?.length ? `<section><h2>Poisoning</h2><div class="card"><p>${t.poisoning.length} finding${t.poisoning.length === 1 ? '' : 's'} of text aimed at the model rather than the user:</p><ul class="evidence">${t.poisoning.map((f) => `<li><span class="badge">${esc(f.level)}</span> ${esc(f.kind)} in <code>${esc(escapeControls(f.field))}</code>: ${esc(escapeControls(f.evidence))}</li>`).join('')}</ul></div></section>` : ''}
 <section><h2>Why it needs a policy</h2><div class="card"><p>${esc(c.rationale)}</p>
 ${c.signals.length ? `<p class="muted">Signals: ${c.signals.map(esc).join(', ')}</p>` : ''}
-<ul class="evidence">${c.evidence.map((e) => `<li><span class="muted">from the ${esc(e.from)}:</span> “${esc(e.text)}”</li>`).join('')}</ul></div></section>
+<ul class="evidence">${c.evidence.map((e) => `<li><span class="muted">from the ${esc(e.from)}:</span> “${esc(e.text)}”</li>`).join('')}</ul>
+<p>${c.flows?.roles.length ? `Flow roles: ${c.flows.evidence.map((e) => `<strong>${esc(e.role)}</strong> <span class="muted">(from the ${esc(e.from)}: “${esc(e.text)}”)</span>`).join(', ')}` : 'Flow roles: none.'}</p></div></section>
 <section><h2>Attacks that exploit this kind of access</h2>
 ${t.attacks.length ? t.attacks.map((a) => `<details><summary>${esc(a.title)}</summary><p>${esc(a.description)}</p><p><strong>Blunted by:</strong> ${esc(a.mitigation)}</p></details>`).join('') : '<p class="muted">None specific to this tool.</p>'}</section>
 <section><h2>Verdict</h2><p><strong>${esc(t.name)}</strong> ${badge(t.verdict === 'Allowed' ? 'Read' : t.verdict === 'Rate-limited' ? 'Write' : 'Destructive', t.verdict)}</p>
@@ -194,8 +225,9 @@ export function serverHtml(r: ServerRecord, toolHref: (t: ToolRecord) => string 
 <tr><th>capabilities</th><td>tools ${caps.tools.count}, resources ${caps.resources.count} (+${caps.resources.templates} templates), prompts ${caps.prompts.count}, logging ${caps.logging ? 'yes' : 'no'}, completions ${caps.completions ? 'yes' : 'no'}</td></tr>
 </table></section>
 <section><h2>Tools by category</h2><p>${CATEGORIES.map((c) => `${badge(c, `${c} ${r.counts[c]}`)}`).join(' ')}</p></section>
-<section><h2>Every tool</h2><table><thead><tr><th>tool</th><th>category</th><th>risk</th><th>verdict</th></tr></thead><tbody>
-${r.tools.map((t) => `<tr><td><a href="${esc(toolHref(t))}">${esc(t.name).replace(/[_-]/g, '$&<wbr>')}</a></td><td>${badge(t.classification.category)}</td><td>${esc(t.classification.risk)}</td><td>${esc(t.verdict)}</td></tr>`).join('\n')}
+${r.flows ? `<section><h2>Data flows</h2><p>${esc(serverFlowSentence(r.flows))}</p></section>
+` : ''}<section><h2>Every tool</h2><table><thead><tr><th>tool</th><th>category</th><th>risk</th><th>verdict</th></tr></thead><tbody>
+${r.tools.map((t) => `<tr><td><a href="${esc(toolHref(t))}">${esc(t.name).replace(/[_-]/g, '$&<wbr>')}</a></td><td>${badge(t.classification.category)}</td><td>${esc(t.classification.risk)}</td><td>${esc(t.verdict)}${t.poisoning?.length ? ` <span class="muted">(poisoning: ${hideLevelOf(t).length} hide, ${t.poisoning.length - hideLevelOf(t).length} warn)</span>` : ''}</td></tr>`).join('\n')}
 </tbody></table></section>
 <section><h2>Recommended policy</h2><pre><code>${esc(json(r.recommendedPolicy))}</code></pre></section>`;
   return page(`${serverTitle(r)}: Risk & Policy`, body);

@@ -23,16 +23,20 @@ function properties(schema: unknown, depth = 0, out: Property[] = []): Property[
   return out;
 }
 
+/** Whether any property's name matches (module-level: no closure per tool). */
+function anyProp(props: Property[], re: RegExp): boolean {
+  return props.some((p) => re.test(p.name));
+}
+
 export function signalsOf(tool: ToolDefinition, nameWords: string[], prose: string): Signal[] {
   const props = properties(tool.inputSchema);
   const top = tool.inputSchema && typeof tool.inputSchema === 'object' ? Object.keys(((tool.inputSchema as Record<string, unknown>).properties as object) ?? {}) : [];
   const out: Signal[] = [];
-  const anyProp = (re: RegExp) => props.some((p) => re.test(p.name));
-  if (anyProp(PATH_PARAM) || /\bfile ?(path|system)\b|\bdirector(y|ies)\b/.test(prose)) out.push('filesystem_path');
-  if (anyProp(URL_PARAM) || props.some((p) => p.schema.format === 'uri') || /\burls?\b/.test(prose)) out.push('url');
-  if (anyProp(CODE_PARAM) || /\b(sql|javascript|script|shell command|expression)\b/.test(prose)) out.push('code_or_query');
-  if (anyProp(CREDENTIAL_PARAM) || CREDENTIAL_WORDS.test(nameWords.join(' ')) || /\b(environment variables|secrets?|credentials?|api keys?|passwords?|connection string)\b/.test(prose)) out.push('credentials');
-  if (anyProp(TEMPLATE_PARAM) || /\b(html|template)\b/.test(prose)) out.push('html_or_template');
+  if (anyProp(props, PATH_PARAM) || /\bfile ?(path|system)\b|\bdirector(y|ies)\b/.test(prose)) out.push('filesystem_path');
+  if (anyProp(props, URL_PARAM) || props.some((p) => p.schema.format === 'uri') || /\burls?\b/.test(prose)) out.push('url');
+  if (anyProp(props, CODE_PARAM) || /\b(sql|javascript|script|shell command|expression)\b/.test(prose)) out.push('code_or_query');
+  if (anyProp(props, CREDENTIAL_PARAM) || CREDENTIAL_WORDS.test(nameWords.join(' ')) || /\b(environment variables|secrets?|credentials?|api keys?|passwords?|connection string)\b/.test(prose)) out.push('credentials');
+  if (anyProp(props, TEMPLATE_PARAM) || /\b(html|template)\b/.test(prose)) out.push('html_or_template');
   if (nameWords.some((w) => BULK_WORDS.test(w))) out.push('bulk');
   if (top.length > 8) out.push('many_parameters');
   if (tool.annotations?.openWorldHint === true) out.push('open_world');

@@ -1,19 +1,30 @@
+import type { ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, realpathSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { DEFAULT_INHERITED_ENV_VARS, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   CreateMessageRequestSchema, ElicitRequestSchema, ListRootsRequestSchema, type JSONRPCMessage,
 } from '@modelcontextprotocol/sdk/types.js';
+import { pino } from 'pino';
 import { canonicalJson, sha256 } from '../policy/load.js';
+import { withEra, type EraUpstream } from '../proxy/upstream-modern.js';
+import { httpUpstream } from '../proxy/upstream-modern-http.js';
+import { MODERN_VERSION } from '../proxy/upstream-modern-wire.js';
+import { sdkTransport, upstreamOf } from '../proxy/upstream-sdk.js';
+import { maskArgs, maskUrl, maskUrlsIn } from '../secrets/credentials.js';
+import { clientEnv, OwnSecrets } from '../upstream-env/index.js';
+import type { Readable } from 'node:stream';
+import { exitOf, startFailureDetail, StderrTail } from './stderr-tail.js';
 import type { ToolDefinition } from './types.js';
 
-/** Where a server comes from: a command toolgate starts, or a URL. */
+/**
+ * Where a server comes from: a command toolgate starts, or a URL. A command's `env` is its whole
+ * environment (by default toolgate's own, without toolgate's secrets).
+ */
 export type Source =
-  | { kind: 'command'; command: string; args: string[]; env?: NodeJS.ProcessEnv; cwd?: string }
+  | { kind: 'command'; command: string; args: string[]; env?: Record<string, string>; cwd?: string }
   | { kind: 'url'; url: string; headers?: Record<string, string> };
 
 export interface Origin {
@@ -22,6 +33,8 @@ export interface Origin {
   url?: string;
   package?: string;
   version?: string | null;
+  /** Credentials in the command line or URL were masked (see src/secrets/credentials.ts): it cannot be started again from here. */
+  masked?: true;
 }
 
 export interface AuthPosture {
@@ -63,11 +76,27 @@ export function serverFingerprint(tools: readonly ToolDefinition[], instructions
   return sha256(canonicalJson({ instructions, tools: fps }));
 }
 
-/** The npm (or PyPI) package a command line runs, and its version where it can tell. */
+/**
+ * An origin as it may be shown and stored: the credentials in its command line (URL passwords,
+ * `--api-key=…`, secret-shaped tokens) and its URL (userinfo, query values) masked. Records are
+ * built with it; the catalog applies it to records stored before it existed.
+ */
+export function maskOrigin(origin: Origin): Origin {
+  if (origin.kind === 'url' && origin.url !== undefined) {
+    const m = maskUrl(origin.url);
+    return m.found.length ? { ...origin, url: m.value, masked: true } : origin;
+  }
+  if (origin.commandLine === undefined) return origin;
+  const m = maskArgs(origin.commandLine.split(' '));
+  return m.found.length ? { ...origin, commandLine: m.value.join(' '), masked: true } : origin;
+}
+
+/** The npm (or PyPI) package a command line runs, and its version where it can tell; credentials masked (see `maskOrigin`). */
 export function originOf(source: Source, cwd = process.cwd()): Origin {
-  if (source.kind === 'url') return { kind: 'url', url: source.url };
-  const commandLine = [source.command, ...source.args].join(' ');
-  const origin: Origin = { kind: 'command', commandLine };
+  if (source.kind === 'url') return maskOrigin({ kind: 'url', url: source.url });
+  const shown = maskArgs(source.args);
+  const commandLine = [source.command, ...shown.value].join(' ');
+  const origin: Origin = { kind: 'command', commandLine, ...(shown.found.length ? { masked: true as const } : {}) };
   const launcher = basename(source.command);
   const args = source.args;
   let spec: string | undefined;
@@ -157,8 +186,18 @@ export async function probeAuth(url: string, timeoutMs = 10_000): Promise<AuthPo
     if (res.ok) return { kind: 'open', tls, detail: `HTTP ${res.status} to an unauthenticated initialize` };
     return { kind: 'unknown', tls, detail: `HTTP ${res.status}` };
   } catch (err) {
-    return { kind: 'unknown', tls, detail: `probe failed: ${(err as Error).message}` };
+    return { kind: 'unknown', tls, detail: `probe failed: ${maskUrlsIn((err as Error).message)}` };
   }
+}
+
+/**
+ * The SDK's transport adds HOME, LOGNAME, PATH, SHELL, TERM and USER from toolgate's environment
+ * to the one given; a name set to undefined is left out by spawn, so the child gets exactly `env`.
+ */
+function exactly(env: Record<string, string>): Record<string, string> {
+  const out: Record<string, string | undefined> = { ...env };
+  for (const name of DEFAULT_INHERITED_ENV_VARS) if (!Object.hasOwn(env, name)) out[name] = undefined;
+  return out as Record<string, string>;
 }
 
 /** Records the initialize result as it passes, for the negotiated protocol version. */
@@ -189,33 +228,66 @@ async function allPages<T>(fetchPage: (cursor?: string) => Promise<{ nextCursor?
 }
 
 /**
+ * What the one-shot lister declares: everything a capable client may (sampling, form and URL
+ * elicitation, roots, and tasks for both), since a server may offer tools only to clients that
+ * declare a capability, and a recommended policy must cover every tool such a client sees.
+ */
+export const LISTER_CAPABILITIES = {
+  sampling: {},
+  elicitation: { form: {}, url: {} },
+  roots: { listChanged: true },
+  tasks: { requests: { sampling: { createMessage: {} }, elicitation: { create: {} } } },
+};
+
+/**
  * Connects to a server as a full-featured client (sampling, elicitation, roots), reads every page
  * of tools, resources and prompts, and disconnects.
  */
+const QUIET = pino({ level: 'silent' });
+
 export async function fetchListing(source: Source, timeoutMs = 30_000): Promise<Listing> {
+  const env = source.kind === 'command' ? source.env ?? clientEnv(new OwnSecrets().addOwnVars(process.env)) : {};
+  // What the process really receives: the warning names those, never the values.
   const auth: AuthPosture = source.kind === 'url'
     ? await probeAuth(source.url)
-    : { kind: 'local-process', secretEnv: Object.keys(source.env ?? process.env).filter((k) => SECRET_ENV.test(k)).sort() };
+    : { kind: 'local-process', secretEnv: Object.keys(env).filter((k) => SECRET_ENV.test(k)).sort() };
   const seen = { protocolVersion: null as string | null };
-  const client = new Client({ name: 'toolgate-record', version: '0.1.0' }, { capabilities: { sampling: {}, elicitation: {}, roots: { listChanged: true } } });
+  const client = new Client({ name: 'toolgate-record', version: '0.1.0' }, { capabilities: LISTER_CAPABILITIES });
   client.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: [] }));
   client.setRequestHandler(CreateMessageRequestSchema, async () => { throw new Error('toolgate record does not sample'); });
   client.setRequestHandler(ElicitRequestSchema, async () => ({ action: 'decline' }));
   const connect = async (t: Transport) => client.connect(observe(t, seen));
   const timer = new Promise<never>((_, reject) => setTimeout(() => reject(new SourceError(`the server did not answer within ${timeoutMs / 1000} s`)), timeoutMs).unref());
+  // Why a command did not start: its exit code and the end of its stderr go into the error line.
+  let child: ChildProcess | undefined;
+  let tail: StderrTail | undefined;
   try {
+    // Listed the way toolgate will speak to the server: 2026-07-28 when it offers it, else 2025.
+    let upstream: EraUpstream;
     if (source.kind === 'command') {
-      await Promise.race([connect(new StdioClientTransport({ command: source.command, args: source.args, env: (source.env ?? process.env) as Record<string, string>, cwd: source.cwd, stderr: 'ignore' })), timer]);
-    } else {
-      const url = new URL(source.url);
-      const requestInit = { headers: source.headers ?? {} };
+      const spawnOne = () => {
+        const transport = new StdioClientTransport({ command: source.command, args: source.args, env: exactly(env), cwd: source.cwd, stderr: 'pipe' });
+        tail = new StderrTail(transport.stderr as Readable | null, Object.entries(env).filter(([k, v]) => SECRET_ENV.test(k) && v).map(([, v]) => v));
+        const start = transport.start.bind(transport);
+        transport.start = async () => {
+          await start();
+          child = (transport as unknown as { _process?: ChildProcess })._process;
+        };
+        return upstreamOf(transport);
+      };
+      upstream = withEra('auto', spawnOne(), QUIET, { respawn: spawnOne });
       try {
-        await Promise.race([connect(new StreamableHTTPClientTransport(url, { requestInit })), timer]);
+        await Promise.race([connect(sdkTransport(upstream)), timer]);
       } catch (err) {
         if (err instanceof SourceError) throw err;
-        await Promise.race([connect(new SSEClientTransport(url, { requestInit })), timer]);
+        throw new SourceError(`cannot list the server's tools: ${maskUrlsIn((err as Error).message.split('\n')[0])}${startFailureDetail(await exitOf(child), tail!)}`);
       }
+    } else {
+      // The 2025 leg falls back from Streamable HTTP to SSE by itself.
+      upstream = httpUpstream('auto', new URL(source.url), source.headers ?? {}, QUIET);
+      await Promise.race([connect(sdkTransport(upstream)), timer]);
     }
+    if (upstream.era === 'modern') seen.protocolVersion = MODERN_VERSION;
     const capabilities = (client.getServerCapabilities() ?? {}) as Record<string, unknown>;
     const list = <T>(cap: string, fn: () => Promise<T[]>): Promise<T[]> => (capabilities[cap] ? Promise.race([fn(), timer]).catch(() => [] as T[]) : Promise.resolve([]));
     const tools = await list('tools', () => allPages<ToolDefinition>((cursor) => client.listTools(cursor ? { cursor } : {}), 'tools'));
@@ -234,7 +306,7 @@ export async function fetchListing(source: Source, timeoutMs = 30_000): Promise<
     };
   } catch (err) {
     if (err instanceof SourceError) throw err;
-    throw new SourceError(`cannot list the server's tools: ${(err as Error).message.split('\n')[0]}`);
+    throw new SourceError(`cannot list the server's tools: ${maskUrlsIn((err as Error).message.split('\n')[0])}`);
   } finally {
     await client.close().catch(() => {});
   }
