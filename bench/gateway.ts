@@ -29,6 +29,10 @@ function request()
 end
 `;
 
+/** The same call from a 2026-07-28 client: no session, the _meta envelope in the body, the standard headers. */
+const LUA_MODERN = LUA.replace(`"arguments":{"message":"bench"}}}`, `"arguments":{"message":"bench"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`);
+const MODERN_HEADERS = { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'echo' };
+
 async function freePort(): Promise<number> {
   return new Promise((r) => { const s = createServer().listen(0, '127.0.0.1', () => { const p = (s.address() as { port: number }).port; s.close(() => r(p)); }); });
 }
@@ -42,10 +46,17 @@ async function until(url: string, ms = 30_000): Promise<void> {
   }
 }
 
-interface Target { name: string; url: string; headers: Record<string, string>; proc: ChildProcess }
+interface Target { name: string; url: string; headers: Record<string, string>; proc: ChildProcess; modern?: boolean }
 
 export async function openSession(t: Target): Promise<Record<string, string>> {
   const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...t.headers };
+  if (t.modern) {
+    const all = { ...headers, ...MODERN_HEADERS };
+    const _meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
+    const text = await (await fetch(t.url, { method: 'POST', headers: all, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'echo', arguments: { message: 'warm' }, _meta } }) })).text();
+    if (!text.includes('Echo: warm')) throw new Error(`${t.name}: echo failed: ${text.slice(0, 200)}`);
+    return all;
+  }
   const res = await fetch(t.url, { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'bench', version: '1' } } }) });
   await res.text();
   const sid = res.headers.get('mcp-session-id');
@@ -61,7 +72,7 @@ export async function openSession(t: Target): Promise<Record<string, string>> {
 export async function wrk(t: Target, headers: Record<string, string>, connections: number, seconds: number): Promise<{ p50: number; p99: number; rps: number }> {
   const dir = mkdtempSync(join(tmpdir(), 'tg-wrk-'));
   const script = join(dir, 'call.lua');
-  writeFileSync(script, LUA);
+  writeFileSync(script, t.modern ? LUA_MODERN : LUA);
   const args = ['-t', String(Math.min(connections, 2)), '-c', String(connections), '-d', `${seconds}s`, '--latency', '-s', script];
   for (const [k, v] of Object.entries(headers)) args.push('-H', `${k}: ${v}`);
   const { stdout } = await exec('wrk', [...args, t.url], { timeout: (seconds + 30) * 1000 });
@@ -103,6 +114,8 @@ export async function startTargets(withPeers: boolean): Promise<Target[]> {
   const targets: Target[] = [
     { name: 'toolgate serve', url: `http://127.0.0.1:${tgPort}/mcp/everything`, headers: { authorization: `Bearer ${grant.token}` }, proc: toolgate },
     { name: 'bare forwarder', url: `http://127.0.0.1:${barePort}/mcp`, headers: {}, proc: bare },
+    // The same gateway and URL, for a stateless (2026-07-28) client: its calls ride the grant's internal session.
+    { name: 'toolgate modern', url: `http://127.0.0.1:${tgPort}/mcp/everything`, headers: { authorization: `Bearer ${grant.token}` }, proc: toolgate, modern: true },
   ];
   if (withPeers) {
     const mpPort = await freePort();
@@ -162,8 +175,19 @@ export async function benchGateway(rounds = Number(process.env.BENCH_ROUNDS ?? 5
       const p50Target = c.connections === 1 ? ' (target <= 1.50)' : '';
       console.log(`    ${c.name.padEnd(12)} throughput ${fmt(median(rps), 2)}x [${spread(rps)}]${rpsTarget}, p50 ${fmt(median(p50), 2)}x [${spread(p50)}]${p50Target}`);
     }
+    const modern = targets.find((t) => t.modern);
+    if (modern) {
+      console.log('  a 2026-07-28 client (stateless, same URL) against a 2025 session on the same toolgate, paired per round:');
+      for (const c of CASES) {
+        const a = results.get(modern.name)!.get(c.name)!;
+        const b = results.get(ours.name)!.get(c.name)!;
+        const rps = a.map((x, i) => x.rps / b[i].rps);
+        const p50 = a.map((x, i) => x.p50 / b[i].p50);
+        console.log(`    ${c.name.padEnd(12)} throughput ${fmt(median(rps), 2)}x [${spread(rps)}], p50 ${fmt(median(p50), 2)}x [${spread(p50)}] (modern ${fmt(median(a.map((x) => x.p50)), 3)} ms, legacy ${fmt(median(b.map((x) => x.p50)), 3)} ms)`);
+      }
+    }
   } finally {
-    for (const t of targets) t.proc.kill('SIGINT');
+    for (const t of new Set(targets.map((x) => x.proc))) t.kill('SIGINT');
   }
 }
 

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pino } from 'pino';
 import { AuditLog } from '../src/audit/index.js';
-import { GatewayConfigSchema } from '../src/gateway/config.js';
+import { GatewayConfigSchema } from '../src/config/gateway.js';
 import { Gateway } from '../src/gateway/server.js';
 import { openMemoryState } from '../src/state/memory.js';
 import { fmt } from './stats.js';

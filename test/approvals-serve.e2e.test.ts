@@ -40,10 +40,10 @@ async function connect(base: string, elicit?: (message: string) => { action: 'ac
   return client;
 }
 
-async function api(base: string, path: string, body?: unknown): Promise<{ status: number; json: any }> {
+async function api(base: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; json: any }> {
   const res = await fetch(`${base}${path}`, {
     method: body === undefined ? 'GET' : 'POST',
-    headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
+    headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json', ...headers },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   return { status: res.status, json: await res.json() };
@@ -193,7 +193,13 @@ describe('toolgate serve: human approval', () => {
     assert.equal(meta.approval.status, 'pending');
     assert.match(denialText(first)!, new RegExp(`Approval ${meta.approval.id} is pending .*toolgate approvals approve ${meta.approval.id}.*make the same call again`));
     assert.equal(denialText(await client.callTool({ name: 'write_note', arguments: { name: 'n', text: 'two' } })) !== undefined, true, 'other arguments are another approval');
-    assert.equal((await api(serve.base, `/api/approvals/${meta.approval.id}/approve`, { via: 'dashboard', by: 'ops' })).json.decidedBy, 'dashboard:ops');
+    // The admin token cannot record its decision as the dashboard's or the webhook's; the webhook's receiver signs with the webhook secret.
+    const approvePath = `/api/approvals/${meta.approval.id}/approve`;
+    assert.equal((await api(serve.base, approvePath, { via: 'dashboard', by: 'ops' })).status, 403);
+    assert.equal((await api(serve.base, approvePath, { via: 'webhook', by: 'ops' })).status, 403);
+    const ts = String(Math.floor(Date.now() / 1000));
+    const signed = { 'x-toolgate-timestamp': ts, 'x-toolgate-signature': `v1=${createHmac('sha256', SECRET).update(`${ts}.approve.${meta.approval.id}`).digest('hex')}` };
+    assert.equal((await api(serve.base, approvePath, { via: 'webhook', by: 'ops' }, signed)).json.decidedBy, 'webhook:ops');
     assert.equal(denialText(await client.callTool({ name: 'write_note', arguments: args })), undefined);
     const third = await client.callTool({ name: 'write_note', arguments: args });
     assert.notEqual((third._meta as any)['dev.toolgate/decision'].approval.id, meta.approval.id, 'single use: a new approval');

@@ -7,7 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { pino } from 'pino';
 import { AuditLog } from '../src/audit/index.js';
-import { GatewayConfigSchema } from '../src/gateway/config.js';
+import { GatewayConfigSchema } from '../src/config/gateway.js';
 import { Gateway } from '../src/gateway/server.js';
 import { openMemoryState } from '../src/state/memory.js';
 import { EVERYTHING, FIXTURES, ROOT, tempDir } from './helpers/toolgate.js';

@@ -11,8 +11,8 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { pino } from 'pino';
 import { AuditLog } from '../src/audit/index.js';
-import { GatewayConfigSchema } from '../src/gateway/config.js';
-import { Grants } from '../src/gateway/grants.js';
+import { GatewayConfigSchema } from '../src/config/gateway.js';
+import { Grants } from '../src/grants/grants.js';
 import { Gateway } from '../src/gateway/server.js';
 import { openSqliteState } from '../src/state/sqlite.js';
 import type { StateStore } from '../src/state/types.js';
@@ -183,7 +183,8 @@ describe('dashboard at /ui', () => {
     await page.getByRole('button', { name: 'Pin current tools' }).click();
     await page.getByRole('button', { name: 'Accept', exact: true }).click();
     await page.locator('.pin-pinned').first().waitFor();
-    assert.ok(await state.pins.get('everything'), 'pins were stored');
+    // Under what the server is (its package and declared name), not the gateway's name for it.
+    assert.ok(await state.pins.get('@modelcontextprotocol/server-everything (mcp-servers/everything)'), 'pins were stored');
   });
 
   it('searches the catalog by tool name and opens the breakdown', async () => {
@@ -218,6 +219,27 @@ describe('dashboard at /ui', () => {
     await shoot('live');
   });
 
+  it('issue 23: the server page shows the configured verdict beside the recommended one; the chart has a scale and times; titles have no focus ring; the editor wraps', async () => {
+    await go('#/servers/everything', /Risk & Policy/);
+    const getEnv = page.locator('tr', { has: page.getByRole('link', { name: 'get-env', exact: true }) });
+    await getEnv.waitFor({ timeout: 30_000 });
+    assert.deepEqual(await page.locator('table', { has: getEnv }).locator('th').allInnerTexts(), ['tool', 'category', 'risk', 'verdict', 'recommended']);
+    // The configured policy hides get-env; toolgate would recommend approval for it.
+    assert.deepEqual(await getEnv.locator('td').allInnerTexts().then((t) => [t[3].split('\n')[0], t[4]]), ['Hidden', 'Needs approval']);
+    const outline = await page.locator('#view h1').evaluate((el) => [document.activeElement === el, getComputedStyle(el).outlineStyle]);
+    assert.deepEqual(outline, [true, 'none'], 'the title takes focus for screen readers, without a box');
+    await shoot('server-record-configured');
+
+    await go('#/live', 'Live traffic');
+    await page.locator('.y-axis span').first().waitFor();
+    assert.ok((await page.locator('.y-axis span').allInnerTexts()).includes('0'));
+    const times = await page.locator('.x-axis span').allInnerTexts();
+    assert.ok(times.length >= 2 && times.every((t) => /\d{1,2}:\d{2}/.test(t)), times.join(','));
+
+    await go('#/policy/everything', 'Policy');
+    assert.equal(await page.getByLabel('Policy (JSON or YAML)').evaluate((el) => getComputedStyle(el).whiteSpace), 'pre-wrap');
+  });
+
   it('approves a held call so the client\'s call returns, and denies another with a reason the client reads', async () => {
     const client = await connect(aliceToken);
     await go('#/approvals', 'Approvals');
@@ -246,6 +268,9 @@ describe('dashboard at /ui', () => {
     assert.match(denialText(await second) ?? '', /^\[POLICY DENIED\].*not during the release freeze/);
     await page.locator('#recent tr', { hasText: 'not during the release freeze' }).waitFor();
     assert.match(await page.locator('#recent tr', { hasText: 'looks fine' }).innerText(), /approved|used/);
+    // Decided through the dashboard's own session, so recorded as the dashboard (the admin token records api).
+    const decided = await (await fetch(`${base}/api/approvals?limit=10`, { headers: { authorization: `Bearer ${ADMIN}` } })).json() as { decisionReason: string | null; decidedBy: string | null }[];
+    assert.match(decided.find((a) => a.decisionReason === 'looks fine')?.decidedBy ?? '', /^dashboard:/);
     await shoot('approvals-decided');
   });
 

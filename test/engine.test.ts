@@ -111,7 +111,7 @@ describe('decision order', () => {
     const d = await engineFor(REFUNDS).decide(ctx('deploy_prod'));
     assert.equal(d.verdict, 'approve');
     assert.equal(d.rule, '/tools/deploy_*/action');
-    assert.deepEqual(d.approval, { timeoutMs: 600_000, via: ['dashboard', 'cli', 'api', 'webhook'], mode: 'hold', validForMs: 600_000 });
+    assert.deepEqual(d.approval, { timeoutMs: 600_000, via: ['dashboard', 'cli', 'api', 'webhook'], mode: 'hold', validForMs: 600_000, maxPending: 20 });
   });
 
   // Counters of the same state store read the kill switch in their reservation (one step).
@@ -464,5 +464,25 @@ describe('limits', () => {
     e.setPolicy(compile(limited({ counter: 'c', window: 'minute', max: 3 })));
     assert.equal((await e.decide(ctx('t'))).verdict, 'allow');
     assert.equal((await e.decide(ctx('t'))).verdict, 'deny');
+  });
+});
+
+describe('a call that continues one already charged (input_required retry)', () => {
+  it('takes no limit again, yet every other step applies: rules, approval, kill switch', async () => {
+    const state = openMemoryState();
+    const e = new Engine({ policy: compile(REFUNDS), counters: state.counters, flags: state.flags });
+    const call = ctx('create_refund', { reason: 'dup', amount: 3000 });
+    const first = await e.decide(call, { approved: true });
+    assert.equal(first.verdict, 'allow');
+    assert.equal(first.charges.length, 2);
+    // The refund_total limit (5000 a day) has 3000 taken: charged again, the same call would not fit.
+    assert.equal((await e.decide(call, { approved: true })).verdict, 'deny');
+    const again = await e.decide(call, { approved: true, charged: true });
+    assert.equal(again.verdict, 'allow');
+    assert.deepEqual(again.charges, []);
+    assert.equal((await e.decide(call, { charged: true })).verdict, 'approve', 'the approval step is not skipped');
+    assert.equal((await e.decide(ctx('create_refund', { amount: 3000 }), { approved: true, charged: true })).rule, '/tools/create_refund/require/0');
+    await state.flags.setKillSwitch('*', true);
+    assert.equal((await e.decide(call, { approved: true, charged: true })).rule, '(kill-switch)');
   });
 });

@@ -367,7 +367,7 @@ describe('name-keyed lookups elsewhere (issue 9, finding 10)', () => {
     const { pino } = await import('pino');
     const state = openMemoryState();
     await state.pins.set('srv', { echo: 'fp' });
-    const guard = new PinGuard(state.pins, 'srv', pino({ level: 'silent' }));
+    const guard = new PinGuard(state.pins, 'srv', pino({ level: 'silent' }), { source: { kind: 'url', url: 'http://127.0.0.1:1/mcp' }, older: ['srv'] });
     await new Promise((r) => setImmediate(r));
     for (const name of ['toString', 'constructor', '__proto__', 'hasOwnProperty']) assert.equal(guard.isChanged(name), true, `${name} was never pinned`);
   });

@@ -2,6 +2,9 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Counter, Histogram, Registry } from 'prom-client';
 import { CallCounter, CallHistogram } from '../src/gateway/call-metrics.js';
+import { GatewayMetrics } from '../src/gateway/metrics.js';
+import { openMemoryState } from '../src/state/memory.js';
+import type { Approval, StateHealth } from '../src/state/types.js';
 
 /** Exposition lines as comparable facts: name, labels sorted, value. */
 function facts(text: string): string[] {
@@ -39,3 +42,47 @@ describe('call-path metrics', () => {
     assert.equal(facts(await ours.metrics()).length, 0);
   });
 });
+
+/** The value of one unlabelled (or exactly labelled) series in an exposition. */
+function value(text: string, series: string): number | undefined {
+  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+  return line === undefined ? undefined : Number(line.slice(series.length + 1));
+}
+
+describe('gateway gauges for alerts', () => {
+  it('toolgate_oldest_pending_approval_seconds is the age of the oldest pending approval, 0 when none is pending', async () => {
+    const state = openMemoryState();
+    const metrics = new GatewayMetrics();
+    const stop = metrics.followApprovals(state.approvals, (err) => { throw err; });
+    const now = Date.now();
+    const approval = (id: string, ageMs: number): Approval => ({
+      id, server: 's', grant: 'g', session: 'x', tool: 't', args: {}, binding: id, rule: '/tools/t', reason: 'r', via: ['cli'],
+      requestedAt: now - ageMs, expiresAt: now + 3_600_000, validForMs: 60_000, status: 'pending',
+    });
+    assert.equal(value(await metrics.registry.metrics(), 'toolgate_oldest_pending_approval_seconds'), 0);
+    await state.approvals.create(approval('young', 5_000));
+    await state.approvals.create(approval('old', 600_000));
+    await until(async () => value(await metrics.registry.metrics(), 'toolgate_pending_approvals') === 2);
+    const aged = value(await metrics.registry.metrics(), 'toolgate_oldest_pending_approval_seconds')!;
+    assert.ok(aged >= 600 && aged < 700, `oldest is about 600 s old, got ${aged}`);
+    await state.approvals.decide('old', { status: 'denied', by: 'test', at: Date.now() });
+    await until(async () => value(await metrics.registry.metrics(), 'toolgate_pending_approvals') === 1);
+    const left = value(await metrics.registry.metrics(), 'toolgate_oldest_pending_approval_seconds')!;
+    assert.ok(left >= 5 && left < 100, `the young one is left, got ${left}`);
+    stop();
+    await state.close();
+  });
+
+  it('toolgate_state_up follows the store health /healthz reports', async () => {
+    const metrics = new GatewayMetrics();
+    let health: StateHealth = { kind: 'redis', status: 'ok' };
+    metrics.watchState('redis', () => health);
+    assert.equal(value(await metrics.registry.metrics(), 'toolgate_state_up{kind="redis"}'), 1);
+    health = { kind: 'redis', status: 'unavailable', detail: 'state lost' };
+    assert.equal(value(await metrics.registry.metrics(), 'toolgate_state_up{kind="redis"}'), 0);
+  });
+});
+
+async function until(check: () => Promise<boolean>): Promise<void> {
+  for (let i = 0; i < 200 && !(await check()); i++) await new Promise((r) => setTimeout(r, 10));
+}

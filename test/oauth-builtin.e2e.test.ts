@@ -9,8 +9,8 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { pino } from 'pino';
 import { AuditLog } from '../src/audit/index.js';
-import { GatewayConfigSchema, parseGatewayConfig } from '../src/gateway/config.js';
-import { Grants } from '../src/gateway/grants.js';
+import { GatewayConfigSchema, parseGatewayConfig } from '../src/config/gateway.js';
+import { Grants } from '../src/grants/grants.js';
 import { Gateway } from '../src/gateway/server.js';
 import { openSqliteState } from '../src/state/sqlite.js';
 import type { StateStore } from '../src/state/types.js';
@@ -39,7 +39,7 @@ describe('the built-in OAuth authorization server', () => {
     const config = GatewayConfigSchema.parse({
       listen: '127.0.0.1:0',
       admin: { token: ADMIN },
-      oauth: { builtin: true, max_pending_clients: 3 },
+      oauth: { builtin: true, max_pending_clients: 3, registrations_per_address: 1000 },
       servers: {
         everything: { command: process.execPath, args: [EVERYTHING], policy: serverPolicy },
         memory: { command: process.execPath, args: [MEMORY], policy: serverPolicy, env: { MEMORY_FILE_PATH: join(dir, 'memory.jsonl') } },
@@ -186,6 +186,23 @@ describe('the built-in OAuth authorization server', () => {
       const res = await fetch(authorize(params), { redirect: 'manual' });
       return res.status === 302 ? new URL(res.headers.get('location')!).searchParams.get('error') : `page ${res.status}`;
     };
+    // Until a person approves the client, its redirect URI is anyone's: no error sends a browser there.
+    for (const params of [{ code_challenge_method: 'plain' }, { resource: '' }, { response_type: 'token' }] as Record<string, string>[]) {
+      assert.equal(await errorOf(params), 'page 400', `an unapproved client's error is shown, not redirected (${JSON.stringify(params)})`);
+    }
+    const pending = await (await fetch(`${base}/oauth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ redirect_uris: ['https://attacker.example/cb'], client_name: 'phish' }) })).json();
+    const phish = new URL(`${base}/oauth/authorize?${new URLSearchParams({ response_type: 'token', client_id: pending.client_id, state: 'x' })}`);
+    const page = await fetch(phish, { redirect: 'manual' });
+    assert.equal(page.status, 400);
+    assert.equal(page.headers.get('location'), null, 'the gateway is no open redirector for a client nobody approved');
+    assert.match(await page.text(), /not approved yet/);
+    const deniedFirst = await approveOnConsentPage(authorize({}), { adminToken: ADMIN, label: 'raw', decision: 'deny' });
+    assert.equal(deniedFirst.location, undefined, 'denying a client that was never approved shows a page, no redirect');
+    assert.equal(deniedFirst.status, 403);
+
+    const first = await approveOnConsentPage(authorize({}), { adminToken: ADMIN, label: 'raw' });
+    assert.ok(first.location?.searchParams.get('code'), 'approved on the consent page');
+    // Approved: the client's own errors go back to it, as OAuth asks.
     assert.equal(await errorOf({ code_challenge_method: 'plain' }), 'invalid_request');
     assert.equal(await errorOf({ code_challenge: '' }), 'invalid_request');
     assert.equal(await errorOf({ resource: '' }), 'invalid_target');

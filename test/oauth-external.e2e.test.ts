@@ -6,8 +6,8 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { generateKeyPair, SignJWT, UnsecuredJWT } from 'jose';
 import { pino } from 'pino';
 import { AuditLog } from '../src/audit/index.js';
-import { GatewayConfigSchema } from '../src/gateway/config.js';
-import { Grants } from '../src/gateway/grants.js';
+import { GatewayConfigSchema } from '../src/config/gateway.js';
+import { Grants } from '../src/grants/grants.js';
 import { Gateway } from '../src/gateway/server.js';
 import { openMemoryState } from '../src/state/memory.js';
 import type { StateStore } from '../src/state/types.js';
@@ -22,6 +22,7 @@ describe('OAuth with an external identity provider (oidc-provider issuing JWT ac
   let audit: AuditLog;
   let base: string;
   let staticToken: string;
+  let servers: Record<string, unknown>;
 
   before(async () => {
     const dir = tempDir();
@@ -31,8 +32,10 @@ describe('OAuth with an external identity provider (oidc-provider issuing JWT ac
       version: '1', default: 'allow',
       tools: { 'get-sum': { require: [{ conditions: [{ path: 'grant.tags', op: 'contains', value: 'ops' }], on_deny: 'get-sum is for the ops group' }] } },
     });
-    const servers = {
+    const limited = writePolicy(dir, { version: '1', default: 'allow', tools: { echo: { limits: [{ counter: 'echo', window: 'hour', max: 1, scope: 'grant' }] } } }, 'limited.json');
+    servers = {
       everything: { command: process.execPath, args: [EVERYTHING], policy },
+      limited: { command: process.execPath, args: [EVERYTHING], policy: limited },
       memory: { command: process.execPath, args: [MEMORY], policy, env: { MEMORY_FILE_PATH: join(dir, 'memory.jsonl') } },
     };
     state = openMemoryState();
@@ -120,6 +123,29 @@ describe('OAuth with an external identity provider (oidc-provider issuing JWT ac
   it('static grant tokens keep working beside the identity provider', async () => {
     assert.equal((await post(staticToken)).status, 200);
     assert.equal((await post('tg_not-a-grant')).status, 401);
+  });
+
+  it('a label claim that is not unique: two subjects with the same label keep their own per-grant limits (keyed by sub)', async () => {
+    gateway.setConfig(GatewayConfigSchema.parse({ listen: '127.0.0.1:0', servers, oauth: { issuer: idp.issuer, audience: `${base}/mcp/{server}`, jwks_cooldown: '0s', label_claim: 'team' } }));
+    try {
+      const token = (sub: string) => new SignJWT({ sub, team: 'payments' }).setProtectedHeader({ alg: 'RS256', kid: k1.jwk.kid, typ: 'at+jwt' })
+        .setIssuer(idp.issuer).setAudience(resource('limited')).setIssuedAt().setExpirationTime('5m').sign(k1.privateKey);
+      const connect = async (sub: string) => {
+        const client = new Client({ name: sub, version: '1' });
+        await client.connect(new StreamableHTTPClientTransport(new URL(resource('limited')), { requestInit: { headers: { authorization: `Bearer ${await token(sub)}` } } }));
+        return client;
+      };
+      const alice = await connect('alice');
+      const mallory = await connect('mallory');
+      assert.equal(denialText(await alice.callTool({ name: 'echo', arguments: { message: 'a' } })), undefined);
+      assert.match(denialText(await alice.callTool({ name: 'echo', arguments: { message: 'a' } }))!, /Limit reached/);
+      assert.equal(denialText(await mallory.callTool({ name: 'echo', arguments: { message: 'm' } })), undefined, 'mallory has the same label, not the same limit');
+      assert.ok(audit.query({ kind: 'call', server: 'limited' }).every((r) => r.grant_label === 'payments'), 'the label is what people read');
+      await alice.close();
+      await mallory.close();
+    } finally {
+      gateway.setConfig(GatewayConfigSchema.parse({ listen: '127.0.0.1:0', servers, oauth: { issuer: idp.issuer, audience: `${base}/mcp/{server}`, jwks_cooldown: '0s' } }));
+    }
   });
 
   it('refuses symmetric algorithms in the configuration', () => {

@@ -8,8 +8,8 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { chromium, type Browser } from 'playwright-core';
 import { pino } from 'pino';
 import { AuditLog } from '../src/audit/index.js';
-import { GatewayConfigSchema } from '../src/gateway/config.js';
-import { Grants } from '../src/gateway/grants.js';
+import { GatewayConfigSchema } from '../src/config/gateway.js';
+import { Grants } from '../src/grants/grants.js';
 import { Gateway } from '../src/gateway/server.js';
 import { openMemoryState } from '../src/state/memory.js';
 import type { StateStore } from '../src/state/types.js';

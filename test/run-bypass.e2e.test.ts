@@ -43,7 +43,7 @@ describe('bad input never gets a denied call to the server', () => {
     assert.deepEqual(ok.result, {});
   });
 
-  it('refuses batches whole', async () => {
+  it('refuses batches whole under MCP 2025-06-18 (batches: test/batches.e2e.test.ts)', async () => {
     raw.send([{ jsonrpc: '2.0', id: 'b1', method: 'tools/call', params: { name: 'delete_all' } }, { jsonrpc: '2.0', id: 'b2', method: 'ping' }]);
     const err = await raw.waitFor((m) => m.error?.message?.includes('batches'));
     assert.equal(err.error.code, -32600);
@@ -97,10 +97,10 @@ describe('bad input never gets a denied call to the server', () => {
     neverReached(/delete_all/);
   });
 
-  it('a method spelt in other case or with odd characters is refused', async () => {
+  it('a method spelt in other case or with odd characters is refused: Method not found', async () => {
     for (const [id, method] of [['m1', 'Tools/Call'], ['m2', 'TOOLS/LIST'], ['m3', 'tools/call\u200b'], ['m4', 'tools/ｃａｌｌ']]) {
       const r = await raw.request(id, method, { name: 'delete_all', arguments: {} });
-      assert.equal(r.error.code, -32600, method);
+      assert.equal(r.error.code, -32601, method);
     }
     neverReached(/delete_all/);
   });
@@ -115,10 +115,12 @@ describe('bad input never gets a denied call to the server', () => {
     neverReached(/delete_all/);
   });
 
-  it('__proto__ in arguments cannot satisfy a condition for the real key', async () => {
+  it('__proto__ in arguments cannot satisfy a condition for the real key: the call is refused, never forwarded', async () => {
     raw.send('{"jsonrpc":"2.0","id":"p1","method":"tools/call","params":{"name":"refund","arguments":{"__proto__":{"to":"acct_1"},"amount":5}}}');
     const r = await raw.response('p1');
-    assert.match(r.result.content[0].text, /POLICY DENIED/);
+    assert.equal(r.error?.code, -32602, JSON.stringify(r));
+    assert.match(r.error.message, /__proto__/);
+    neverReached(/__proto__/);
   });
 
   it('numbers sent as strings are compared as numbers', async () => {

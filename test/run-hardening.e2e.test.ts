@@ -8,7 +8,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { pino } from 'pino';
 import { AuditLog } from '../src/audit/index.js';
-import { GatewayConfigSchema } from '../src/gateway/config.js';
+import { GatewayConfigSchema } from '../src/config/gateway.js';
 import { Gateway } from '../src/gateway/server.js';
 import { openSqliteState } from '../src/state/sqlite.js';
 import { FIXTURES, LENIENT, RawSession, tempDir, testEnv, writePolicy } from './helpers/toolgate.js';
@@ -84,7 +84,7 @@ describe('hardening: names, case and numbers against a lenient Python server', (
   it('1. a method with a control or format character is refused', async () => {
     for (const [i, method] of ['tools/call\u001f', '\u001ctools/call', 'tools/call\u00a0', 'tools/\u200bcall', 'tools/call\ufeff'].entries()) {
       const r = await raw.request(`m${i}`, method, { name: 'delete_file', arguments: {} });
-      assert.equal(r.error?.code, -32600, JSON.stringify(method));
+      assert.equal(r.error?.code, -32601, JSON.stringify(method));
     }
     assert.ok(!ran().some((r) => r.ran === 'delete_file'));
   });

@@ -1,40 +1,13 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { BIN, cli, denialText, EVERYTHING, LENIENT, tempDir, testEnv, writePolicy } from './helpers/toolgate.js';
+import { cli, denialText, EVERYTHING, LENIENT, tempDir, testEnv, writePolicy } from './helpers/toolgate.js';
+import { Serve } from './helpers/serve.js';
 
-/** `toolgate serve` through the built CLI, as a person starts it. */
-class Serve {
-  readonly child: ChildProcessWithoutNullStreams;
-  stdout = '';
-  stderr = '';
-  readonly exited: Promise<number | null>;
-
-  constructor(args: string[], env: Record<string, string>) {
-    this.child = spawn(process.execPath, [BIN, 'serve', ...args], { env });
-    this.child.stdout.on('data', (d: Buffer) => { this.stdout += d.toString(); });
-    this.child.stderr.on('data', (d: Buffer) => { this.stderr += d.toString(); });
-    this.exited = new Promise((resolve) => this.child.on('exit', (code) => resolve(code)));
-  }
-
-  /** Resolves once stdout holds what `done` looks for. */
-  async until(done: (stdout: string) => boolean): Promise<void> {
-    while (!done(this.stdout)) {
-      const ended = await Promise.race([this.exited.then(() => true), new Promise<false>((r) => this.child.stdout.once('data', () => r(false)))]);
-      if (ended && !done(this.stdout)) throw new Error(`serve exited: ${this.stderr}`);
-    }
-  }
-
-  async stop(): Promise<number | null> {
-    this.child.kill('SIGTERM');
-    return this.exited;
-  }
-}
 
 function parsesAsJson(text: string): boolean {
   try { JSON.parse(text); return true; } catch { return false; }

@@ -158,3 +158,34 @@ describe('the session timer with extreme and re-entrant timeouts', () => {
     assert.equal(s!.inFlight, 0);
   });
 });
+
+describe('a batch from the server', () => {
+  it('is handled message by message: a tools/list answer in it is filtered, a tools/call answer in it settles its call', async () => {
+    const r = validatePolicyObject({ version: '1', default: 'allow', hide: ['secret_*'], tools: { echo: { limits: [{ counter: 'calls', window: 'minute', max: 1, scope: 'grant' }] } } });
+    if (!r.ok) throw new Error(JSON.stringify(r.issues));
+    const engine = new Engine({ policy: new CompiledPolicy(r.policy, r.hash), counters: new MemoryCounterStore() });
+    const toClient: Json[] = [];
+    const s = new PolicySession({
+      engine,
+      identity: { sessionId: 's1', serverName: 'lenient', grant: { label: 'ci', tags: [] } },
+      log: pino({ level: 'silent' }),
+      toClient: (m) => toClient.push(m),
+      toServer: () => {},
+    });
+    s.fromClient({ jsonrpc: '2.0', id: 'l', method: 'tools/list', params: {} });
+    s.fromClient({ jsonrpc: '2.0', id: 'c', method: 'tools/call', params: { name: 'echo', arguments: {} } });
+    await settle();
+    s.fromServer([
+      { jsonrpc: '2.0', id: 'l', result: { tools: [{ name: 'echo', inputSchema: { type: 'object' } }, { name: 'secret_dump', inputSchema: { type: 'object' } }] } },
+      { jsonrpc: '2.0', id: 'c', error: { code: -32000, message: 'failed' } },
+    ]);
+    const list = toClient.find((m) => m.id === 'l') as { result: { tools: { name: string }[] } };
+    assert.deepEqual(list.result.tools.map((t) => t.name), ['echo'], 'the hidden tool is not shown');
+    assert.equal(s.inFlight, 0, 'both answers were matched to their requests');
+    // The failed call gave its reservation back: the limit of 1 still has room.
+    s.fromClient({ jsonrpc: '2.0', id: 'c2', method: 'tools/call', params: { name: 'echo', arguments: {} } });
+    await settle();
+    await settle();
+    assert.equal(toClient.find((m) => m.id === 'c2'), undefined, 'forwarded, not denied by the limit');
+  });
+});

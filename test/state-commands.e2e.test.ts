@@ -61,6 +61,7 @@ describe('state commands: -c FILE, --state DSN, --audit FILE', () => {
     const serve = await cli(['serve', '-c', config], env);
     assert.equal(serve.code, 2);
     assert.match(serve.stderr, /\/admin\/token: the environment variable TG_UNSET_ADMIN is not set/);
+    assert.doesNotMatch(serve.stderr, /16 characters/, 'an unset variable is one message, not also "too short"');
   });
 
   it('kill-switch on --server: an unknown name is refused with -c and warned about otherwise', async () => {
@@ -169,5 +170,43 @@ describe('record origin', () => {
     assert.deepEqual(JSON.parse(r.stdout).identity.origin, {
       kind: 'command', commandLine: 'npx mcp-server-memory', package: '@modelcontextprotocol/server-memory', version,
     });
+  });
+});
+
+describe('state commands on a configuration with the built-in authorization server', () => {
+  it('read oauth: {builtin: true} configurations: they need only state and audit, not admin.token', async () => {
+    const dir = tempDir();
+    const env = testEnv(tempDir());
+    delete env.TG_UNSET_ADMIN;
+    const config = join(dir, 'toolgate.yaml');
+    writeFileSync(config, [
+      'state: sqlite:./state.db',
+      'audit: ./audit.db',
+      'admin:',
+      '  token: ${TG_UNSET_ADMIN}',
+      'oauth:',
+      '  builtin: true',
+      'servers:',
+      '  lenient:',
+      `    command: ${JSON.stringify(process.execPath)}`,
+      `    args: [${JSON.stringify(LENIENT)}]`,
+      '',
+    ].join('\n'));
+    const created = await cli(['grants', 'create', '-c', config, '--server', 'lenient', '--label', 'ci', '--json'], env);
+    assert.equal(created.code, 0, created.stderr);
+    for (const args of [['grants', 'list'], ['approvals', 'list'], ['audit'], ['audit', 'verify'], ['kill-switch', 'status'],
+      ['kill-switch', 'on'], ['kill-switch', 'off'], ['status'], ['records'], ['pin', '--server', 'lenient'], ['record', '--server', 'lenient', '--no-catalog']]) {
+      const r = await cli([...args, '-c', config, '--json'], env);
+      assert.equal(r.code, 0, `${args.join(' ')}: ${r.stderr}`);
+      assert.doesNotThrow(() => JSON.parse(r.stdout), `${args.join(' ')} prints JSON only`);
+    }
+    // The approve command toolgate prints for a held call: an unknown id is the approval's error, not the configuration's.
+    const approve = await cli(['approvals', 'approve', 'nosuch', '-c', config], env);
+    assert.doesNotMatch(approve.stderr, /configuration|admin\.token/);
+    assert.match(approve.stderr, /nosuch/);
+    // serve still refuses it without the token.
+    const serve = await cli(['serve', '-c', config], env);
+    assert.equal(serve.code, 2);
+    assert.match(serve.stderr, /admin/);
   });
 });

@@ -1,6 +1,8 @@
-// Approvals: held calls with masked arguments, who asked, which rule and the time left;
-// approve or deny with a reason; recent decisions below. Any change arrives over SSE.
-import { api, badge, confirmDialog, dateTime, enc, failure, h, replace, table, toast } from './ui.js';
+// Approvals: held calls with every argument in full (wrapped, invisible and bidi characters as
+// escapes, secrets masked and flagged), who asked, which rule and the time left; approve or deny
+// with a reason; recent decisions below. Any change arrives over SSE. Every untrusted string
+// passes shown().
+import { api, badge, confirmDialog, dateTime, enc, failure, h, replace, shown, table, toast } from './ui.js';
 
 function left(expiresAt, now) {
   const s = Math.max(0, Math.round((Date.parse(expiresAt) - now) / 1000));
@@ -18,14 +20,14 @@ function split(data) {
 
 async function decide(a, verb) {
   const reason = await confirmDialog({
-    title: `${verb === 'approve' ? 'Approve' : 'Deny'} ${a.tool} for ${a.grant}?`,
+    title: `${verb === 'approve' ? 'Approve' : 'Deny'} ${shown(a.tool)} for ${shown(a.grant)}?`,
     text: verb === 'approve' ? 'The held call is forwarded to the server at once.' : 'The agent receives the denial with your reason.',
     ok: verb === 'approve' ? 'Approve' : 'Deny', danger: verb !== 'approve', reason: true,
   });
   if (reason === false) return;
   try {
     await api(`/api/approvals/${enc(a.id)}/${verb}`, { method: 'POST', body: { via: 'dashboard', ...(reason ? { reason } : {}) } });
-    toast(`${verb === 'approve' ? 'Approved' : 'Denied'}: ${a.tool}`);
+    toast(`${verb === 'approve' ? 'Approved' : 'Denied'}: ${shown(a.tool)}`);
   } catch (err) { toast(err.message); }
 }
 
@@ -36,23 +38,26 @@ export async function render(view) {
 
   const drawPending = () => {
     const now = Date.now();
-    replace(pendingBox, current.pending.length === 0 ? h('p', { class: 'muted' }, 'No call is waiting for approval.') : h('div', { class: 'grid' }, current.pending.map((a) => h('section', { class: 'card', 'aria-label': `held call ${a.tool} by ${a.grant}` },
-      h('h2', {}, a.tool, ' ', h('span', { class: 'muted' }, `on ${a.server}`)),
+    replace(pendingBox, current.pending.length === 0 ? h('p', { class: 'muted' }, 'No call is waiting for approval.') : h('div', { class: 'grid held' }, current.pending.map((a) => h('section', { class: 'card', 'aria-label': `held call ${shown(a.tool)} by ${shown(a.grant)}` },
+      h('h2', { class: 'wrap' }, shown(a.tool), ' ', h('span', { class: 'muted' }, `on ${shown(a.server)}`)),
       h('dl', { class: 'facts' },
-        h('dt', {}, 'who'), h('dd', {}, a.grant, a.client ? h('span', { class: 'muted' }, ` (${a.client})`) : ''),
-        h('dt', {}, 'rule'), h('dd', { class: 'mono' }, a.rule),
-        h('dt', {}, 'why'), h('dd', {}, a.reason || '—'),
+        h('dt', {}, 'who'), h('dd', {}, shown(a.grant), a.client ? h('span', { class: 'muted' }, ` (${shown(a.client)})`) : '',
+          // Labels need not be unique (OAuth clients and identity providers choose them): the id tells grants apart.
+          a.grantId && a.grantId !== a.grant ? h('div', { class: 'muted mono' }, `grant ${shown(a.grantId)}`) : ''),
+        h('dt', {}, 'rule'), h('dd', { class: 'mono' }, shown(a.rule)),
+        h('dt', {}, 'why'), h('dd', {}, shown(a.reason) || '—'),
         h('dt', {}, 'time left'), h('dd', { class: 'time-left' }, left(a.expiresAt, now)),
         h('dt', {}, 'id'), h('dd', { class: 'mono' }, a.id)),
-      h('p', { class: 'muted' }, 'Arguments (secret-looking values masked)'),
-      h('pre', {}, h('code', {}, JSON.stringify(a.args, null, 2))),
+      h('p', { class: 'muted' }, 'Arguments, in full'),
+      a.masked?.length ? h('p', { class: 'masked', role: 'note' }, h('strong', {}, 'Masked: '), a.masked.map(shown).join('; ')) : null,
+      h('pre', { class: 'args' }, h('code', {}, a.argsText ?? shown(JSON.stringify(a.args, null, 2)))),
       h('div', { class: 'actions' },
-        h('button', { type: 'button', class: 'danger', 'aria-label': `Deny ${a.tool} ${a.id}`, onclick: () => decide(a, 'deny') }, 'Deny'),
-        h('button', { type: 'button', 'aria-label': `Approve ${a.tool} ${a.id}`, onclick: () => decide(a, 'approve') }, 'Approve'))))));
+        h('button', { type: 'button', class: 'danger', 'aria-label': `Deny ${shown(a.tool)} ${a.id}`, onclick: () => decide(a, 'deny') }, 'Deny'),
+        h('button', { type: 'button', 'aria-label': `Approve ${shown(a.tool)} ${a.id}`, onclick: () => decide(a, 'approve') }, 'Approve'))))));
   };
   const drawRecent = () => replace(recentBox, table(['tool', 'status', 'reason', '·grant', '·by', '·decided'], current.recent.map((a) => h('tr', {},
-    h('td', { class: 'wrap' }, a.tool), h('td', {}, badge(a.status, `d-${a.status === 'denied' ? 'deny' : a.status}`)), h('td', { class: 'wrap' }, a.decisionReason ?? '—'),
-    h('td', { class: 'hide-phone' }, a.grant), h('td', { class: 'hide-phone' }, a.decidedBy ?? '—'), h('td', { class: 'hide-phone' }, dateTime(a.decidedAt ?? a.requestedAt)))),
+    h('td', { class: 'wrap' }, shown(a.tool)), h('td', {}, badge(a.status, `d-${a.status === 'denied' ? 'deny' : a.status}`)), h('td', { class: 'wrap' }, shown(a.decisionReason) || '—'),
+    h('td', { class: 'hide-phone' }, shown(a.grant)), h('td', { class: 'hide-phone' }, shown(a.decidedBy) || '—'), h('td', { class: 'hide-phone' }, dateTime(a.decidedAt ?? a.requestedAt)))),
   { empty: 'No decisions yet.' }));
 
   const refresh = async () => {

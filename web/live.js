@@ -1,33 +1,40 @@
 // Live traffic: the audit stream as it happens (server-sent events), filters, a chart of calls,
 // denials and held calls per minute, and the hash chain's verification.
-import { api, decisionBadge, failure, h, replace, table, time } from './ui.js';
+import { api, decisionBadge, failure, h, replace, shown, table, time } from './ui.js';
 
 const MAX_ROWS = 500;
 
+const clock = (iso) => new Date(iso).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+
+/** Calls, denials and held calls per minute, with a calls-per-minute scale on the left and clock times below. */
 function chart(buckets) {
   const w = 600;
   const hgt = 140;
   const max = Math.max(1, ...buckets.map((b) => b.calls));
   const x = (i) => (buckets.length <= 1 ? 0 : (i / (buckets.length - 1)) * w);
   const y = (v) => hgt - (v / max) * (hgt - 8);
-  const line = (key) => {
-    const el = document.createElementNS('http://www.w3.org/2000/svg', 'polyline');
-    el.setAttribute('class', key);
-    el.setAttribute('points', buckets.map((b, i) => `${x(i).toFixed(1)},${y(b[key]).toFixed(1)}`).join(' '));
+  const svgEl = (tag, attrs) => {
+    const el = document.createElementNS('http://www.w3.org/2000/svg', tag);
+    for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, String(v));
     return el;
   };
-  const svg = document.createElementNS('http://www.w3.org/2000/svg', 'svg');
-  svg.setAttribute('viewBox', `0 0 ${w} ${hgt}`);
-  svg.setAttribute('preserveAspectRatio', 'none');
-  svg.setAttribute('class', 'chart');
-  svg.setAttribute('role', 'img');
+  const line = (key) => svgEl('polyline', { class: key, points: buckets.map((b, i) => `${x(i).toFixed(1)},${y(b[key]).toFixed(1)}`).join(' ') });
+  const svg = svgEl('svg', { viewBox: `0 0 ${w} ${hgt}`, preserveAspectRatio: 'none', class: 'chart', role: 'img' });
   const total = (key) => buckets.reduce((s, b) => s + b[key], 0);
   svg.setAttribute('aria-label', `last hour: ${total('calls')} calls, ${total('denied')} denied, ${total('held')} held; at most ${max} calls in a minute`);
-  const axis = document.createElementNS('http://www.w3.org/2000/svg', 'line');
-  axis.setAttribute('class', 'axis');
-  axis.setAttribute('x1', '0'); axis.setAttribute('x2', String(w)); axis.setAttribute('y1', String(hgt)); axis.setAttribute('y2', String(hgt));
-  svg.append(axis, line('calls'), line('denied'), line('held'));
-  return svg;
+  const ticks = [...new Set([max, Math.round(max / 2), 0])];
+  svg.append(...ticks.filter((v) => v > 0).map((v) => svgEl('line', { class: 'grid', x1: 0, x2: w, y1: y(v), y2: y(v) })),
+    svgEl('line', { class: 'axis', x1: 0, x2: w, y1: hgt, y2: hgt }), svgEl('line', { class: 'axis', x1: 0, x2: 0, y1: 0, y2: hgt }),
+    line('calls'), line('denied'), line('held'));
+  // Labels are HTML beside the drawing (the drawing stretches to its box; text in it would too).
+  // Positions through the CSSOM: the dashboard's CSP refuses style attributes.
+  const at = (el, prop, percent) => { el.style[prop] = `${percent.toFixed(2)}%`; return el; };
+  const yAxis = h('div', { class: 'y-axis', 'aria-hidden': 'true' }, ticks.map((v) => at(h('span', {}, String(v)), 'top', (y(v) / hgt) * 100)));
+  const marks = buckets.length ? [...new Set([0, Math.floor((buckets.length - 1) / 2), buckets.length - 1])] : [];
+  const xAxis = h('div', { class: 'x-axis', 'aria-hidden': 'true' }, marks.map((i) => at(h('span', {
+    class: i === 0 ? 'first' : i === buckets.length - 1 ? 'last' : '',
+  }, clock(buckets[i].t)), 'left', (x(i) / w) * 100)));
+  return h('div', { class: 'chart-box' }, h('span', { class: 'y-title', 'aria-hidden': 'true' }, 'calls / min'), yAxis, svg, h('span'), xAxis);
 }
 
 export async function render(view) {
@@ -53,10 +60,10 @@ export async function render(view) {
   const verifyBox = h('span', { id: 'verify-status' }, 'checking…');
 
   const draw = () => {
-    const shown = events.filter(matches).slice(0, 200);
-    replace(rowsBox, table(['time', 'tool', 'decision', 'grant', '·server', 'rule', '·message'], shown.map((e) => h('tr', {},
-      h('td', {}, time(e.ts)), h('td', { class: 'wrap' }, e.tool ?? e.kind), h('td', {}, decisionBadge(e.decision)), h('td', {}, e.grant_label ?? '—'),
-      h('td', { class: 'hide-phone' }, e.server ?? '—'), h('td', { class: 'mono wrap' }, e.rule ?? '—'), h('td', { class: 'wrap hide-phone' }, e.message ?? ''))),
+    const visible = events.filter(matches).slice(0, 200);
+    replace(rowsBox, table(['time', 'tool', 'decision', 'grant', '·server', 'rule', '·message'], visible.map((e) => h('tr', {},
+      h('td', {}, time(e.ts)), h('td', { class: 'wrap' }, shown(e.tool ?? e.kind)), h('td', {}, decisionBadge(e.decision)), h('td', { class: 'wrap' }, e.grant_label ? shown(e.grant_label) : '—'),
+      h('td', { class: 'hide-phone' }, e.server ? shown(e.server) : '—'), h('td', { class: 'mono wrap' }, e.rule ? shown(e.rule) : '—'), h('td', { class: 'wrap hide-phone' }, shown(e.message ?? '')))),
     { empty: events.length ? 'No event matches the filters.' : 'No calls yet: they appear here as they happen.' }));
   };
   const drawChart = () => replace(chartBox, chart(buckets));

@@ -1,5 +1,5 @@
 // Server and tool records (the seeds' sections), and the catalog search.
-import { api, badge, catBadge, CATEGORIES, enc, failure, h, loading, replace, table, verdictBadge } from './ui.js';
+import { api, badge, catBadge, CATEGORIES, enc, failure, h, loading, replace, shown, table, verdictBadge } from './ui.js';
 
 const title = (r) => r.identity.serverInfo.title || r.identity.serverInfo.name;
 
@@ -23,6 +23,11 @@ export function countBadges(counts) {
   return h('div', { class: 'badges', 'aria-label': 'tools per category' }, CATEGORIES.map((c) => catBadge(c, `${c} ${counts[c] ?? 0}`)));
 }
 
+/** What the gateway's configured policy does to a tool (records from the gateway carry `configured`; catalog records do not). */
+function configuredVerdict(r, name) {
+  return r.configured?.tools.find((x) => x.tool === name);
+}
+
 /** The server record: identity, auth posture, capabilities, categories, riskiest and every tool; `now` goes under the heading. */
 export function serverRecord(r, toolHref, now = null) {
   const id = r.identity;
@@ -44,12 +49,35 @@ export function serverRecord(r, toolHref, now = null) {
     h('p', {}, `tools ${caps.tools.count}, resources ${caps.resources.count} (+${caps.resources.templates} templates), prompts ${caps.prompts.count}, logging ${caps.logging ? 'yes' : 'no'}, completions ${caps.completions ? 'yes' : 'no'}`),
     h('h2', {}, 'Tools by category'), countBadges(r.counts),
     h('h2', {}, 'Every tool'),
-    table(['tool', 'category', '·risk', 'verdict'], r.tools.map((t) => h('tr', {},
-      h('td', { class: 'wrap' }, h('a', { href: toolHref(t.name) }, t.name)),
-      h('td', {}, catBadge(t.classification.category)), h('td', { class: 'hide-phone' }, t.classification.risk), h('td', {}, verdictBadge(t.verdict))))),
+    r.configured ? h('p', { class: 'muted' }, 'Verdict: what the configured policy (', h('code', {}, r.configured.file), ') does; recommended: what toolgate would recommend.') : null,
+    r.configured
+      ? table(['tool', 'category', '·risk', 'verdict', 'recommended'], r.tools.map((t) => {
+        const v = configuredVerdict(r, t.name);
+        return h('tr', {},
+          h('td', { class: 'wrap' }, h('a', { href: toolHref(t.name) }, t.name)),
+          h('td', {}, catBadge(t.classification.category)), h('td', { class: 'hide-phone' }, t.classification.risk),
+          h('td', {}, v ? [verdictBadge(v.verdict), v.conditional ? h('span', { class: 'muted' }, ' (with conditions)') : '', h('div', { class: 'muted mono small' }, v.rule)] : h('span', { class: 'muted' }, 'not loaded')),
+          h('td', { class: 'recommended' }, verdictBadge(t.verdict)));
+      }))
+      : table(['tool', 'category', '·risk', 'verdict'], r.tools.map((t) => h('tr', {},
+        h('td', { class: 'wrap' }, h('a', { href: toolHref(t.name) }, t.name)),
+        h('td', {}, catBadge(t.classification.category)), h('td', { class: 'hide-phone' }, t.classification.risk), h('td', {}, verdictBadge(t.verdict))))),
+    poisoningSection(r, toolHref),
     h('h2', {}, 'Recommended policy'),
     h('details', {}, h('summary', {}, `Show it (${Object.keys(r.recommendedPolicy.tools ?? {}).length} tool entries, default ${r.recommendedPolicy.default})`),
       h('pre', {}, h('code', {}, JSON.stringify(r.recommendedPolicy, null, 2)))));
+}
+
+/** One poisoning finding: its level, kind, field and evidence, every hidden character shown as an escape. */
+const findingItem = (f) => h('li', {}, badge(f.level, f.level === 'hide' ? 'v-Hidden' : 'v-Rate-limited'), ' ', f.kind, ' in ', h('code', {}, shown(f.field)), ': ', shown(f.evidence));
+
+/** The server's tools whose definitions carry text aimed at the model (src/poison), or nothing. */
+function poisoningSection(r, toolHref) {
+  const tools = r.tools.filter((t) => t.poisoning?.length);
+  if (!tools.length) return null;
+  return [h('h2', {}, 'Poisoning'),
+    h('p', { class: 'muted' }, 'Text in these definitions is aimed at the model rather than the user. Under poisoned: hide (the recommended policy) a tool with a hide-level finding is removed from tools/list and denied.'),
+    tools.map((t) => h('div', { class: 'card poisoning' }, h('p', {}, h('a', { href: toolHref(t.name) }, shown(t.name)), ' ', verdictBadge(t.verdict)), h('ul', {}, t.poisoning.map(findingItem))))];
 }
 
 /** A tool record with the seeds' sections: what it does, why it needs a policy, attacks, verdict, FAQ. */
@@ -59,7 +87,8 @@ export function toolRecord(r, t, backHref) {
     h('p', {}, h('a', { href: backHref }, `← ${title(r)}`)),
     h('h1', {}, `${t.name} · ${title(r)}: Risk & Policy`),
     h('div', { class: 'badges' }, catBadge(c.category), badge(`${c.risk} risk`), h('span', { class: 'muted' }, `confidence ${c.confidence}`)),
-    h('h2', {}, 'What it does'), h('p', {}, t.description.trim() || `${t.name} has no description.`),
+    h('h2', {}, 'What it does'), h('p', {}, shown(t.description.trim()) || `${t.name} has no description.`),
+    t.poisoning?.length ? [h('h2', {}, 'Poisoning'), h('div', { class: 'card poisoning' }, h('ul', {}, t.poisoning.map(findingItem)))] : null,
     h('h2', {}, 'Why it needs a policy'),
     h('div', { class: 'card' }, h('p', {}, c.rationale),
       c.signals.length ? h('p', { class: 'muted' }, `Signals: ${c.signals.join(', ')}`) : null,
@@ -67,8 +96,11 @@ export function toolRecord(r, t, backHref) {
     h('h2', {}, 'Attacks that exploit this kind of access'),
     t.attacks.length ? t.attacks.map((a) => h('details', {}, h('summary', {}, a.title), h('p', {}, a.description), h('p', {}, h('strong', {}, 'Blunted by: '), a.mitigation)))
       : h('p', { class: 'muted' }, 'None specific to this tool.'),
-    h('h2', {}, 'Verdict'), h('p', {}, h('strong', {}, t.name), ' ', verdictBadge(t.verdict)),
-    h('p', { class: 'muted' }, 'policy.json'), h('pre', {}, h('code', {}, JSON.stringify(t.policy, null, 2))),
+    h('h2', {}, 'Verdict'),
+    r.configured ? h('p', {}, h('strong', {}, t.name), ' ', configuredVerdict(r, t.name) ? verdictBadge(configuredVerdict(r, t.name).verdict) : h('span', { class: 'muted' }, 'not loaded'),
+      h('span', { class: 'muted' }, ' under the configured policy ', h('code', {}, r.configured.file), configuredVerdict(r, t.name) ? [' (', h('code', {}, configuredVerdict(r, t.name).rule), ')'] : '')) : null,
+    h('p', {}, r.configured ? h('span', { class: 'muted' }, 'Recommended: ') : h('strong', {}, t.name), r.configured ? '' : ' ', verdictBadge(t.verdict)),
+    h('p', { class: 'muted' }, r.configured ? 'the recommended policy.json entry' : 'policy.json'), h('pre', {}, h('code', {}, JSON.stringify(t.policy, null, 2))),
     h('h2', {}, 'FAQ'), t.faq.map((f) => h('details', {}, h('summary', {}, f.q), h('p', {}, f.a))));
 }
 

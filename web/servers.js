@@ -34,6 +34,7 @@ export async function list(view) {
         h('h2', { id: `srv-${s.name}` }, h('a', { href: `#/servers/${enc(s.name)}` }, s.name)),
         h('div', { class: 'muted' }, `${s.kind} · auth ${s.auth} · ${s.sessions} live session${s.sessions === 1 ? '' : 's'}`))),
       on || all ? h('p', { class: 'killed' }, h('strong', {}, 'Kill switch on'), (killed.get(s.name) ?? all).reason ? ` — ${(killed.get(s.name) ?? all).reason}` : '') : null,
+      s.policyProblem ? h('p', { class: 'warning' }, h('strong', {}, 'Policy edit rejected'), ' — the previous version still decides. ', h('a', { href: `#/policy/${enc(s.name)}` }, 'Fix it')) : null,
       body,
       h('div', { class: 'links' },
         h('a', { href: `#/servers/${enc(s.name)}` }, 'Record'),
@@ -50,7 +51,11 @@ export async function list(view) {
     }, (err) => replace(body, failure(err)));
     return card;
   });
+  const rejected = servers.filter((s) => s.policyProblem);
   replace(view, h('h1', {}, 'Servers'),
+    rejected.map((s) => h('div', { class: 'banner warn', role: 'alert' }, h('div', {},
+      h('strong', {}, `The last edit of ${s.name}'s policy was rejected`), ` (${new Date(s.policyProblem.since).toLocaleString()}): its calls are still decided by the previous version until the file is fixed.`,
+      h('pre', { class: 'problem' }, s.policyProblem.problem)), h('a', { class: 'button small', href: `#/policy/${enc(s.name)}` }, 'Open the policy'))),
     h('div', { class: `banner${all ? ' alert' : ''}` },
       h('span', {}, all ? [h('strong', {}, 'Gateway-wide kill switch is on'), all.reason ? ` — ${all.reason}` : ''] : 'Gateway-wide kill switch is off: calls are decided by policy.'),
       killButton('*', !!all, again)),

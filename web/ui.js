@@ -104,6 +104,17 @@ export function table(headers, rows, { caption, empty = 'Nothing here yet.' } = 
 
 export const enc = encodeURIComponent;
 
+// The server's display escaping (src/display): control, format (bidi, zero-width, tags), separators,
+// private-use, unassigned, lone surrogates, blank-looking and variation characters.
+// eslint-disable-next-line no-misleading-character-class
+const HIDDEN = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Co}\p{Cs}\p{Cn}\u00a0\u115f\u1160\u1680\u2000-\u200a\u202f\u205f\u3000\u3164\uffa0\u034f\u17b4\u17b5\u180b-\u180f\u2800\ufe00-\ufe0f\u{e0100}-\u{e01ef}]/gu;
+
+/** Untrusted text as it is shown: every character that does not show as itself (bidi overrides included) as an escape. */
+export function shown(text) {
+  if (text === undefined || text === null) return '';
+  return String(text).replace(HIDDEN, (c) => (c === '\n' ? '\\n' : c === '\t' ? '\\t' : c === '\r' ? '\\r' : `\\u{${c.codePointAt(0).toString(16).toUpperCase()}}`));
+}
+
 export function loading(text = 'Loading…') { return h('p', { class: 'muted', role: 'status' }, text); }
 export function failure(err) { return h('p', { class: 'error', role: 'alert' }, err.message ?? String(err)); }
 

@@ -1,10 +1,16 @@
+import { escapeControls } from '../display/index.js';
 import type { Approval } from '../state/types.js';
+import { argsText } from './mask.js';
 
-/** The `elicitation/create` params that ask the client's user about one held call: one field, approve or deny. */
-export function elicitationParams(a: Pick<Approval, 'id' | 'tool' | 'args' | 'reason'>): Record<string, unknown> {
-  const args = JSON.stringify(a.args, null, 2);
+/**
+ * The `elicitation/create` params that ask the client's user about one held call: one field,
+ * approve or deny. The user is an approver like any other: arguments in full, escaped, masked
+ * as everywhere (SPEC section 4).
+ */
+export function elicitationParams(a: Pick<Approval, 'id' | 'tool' | 'args' | 'reason' | 'masked'>): Record<string, unknown> {
+  const masked = a.masked?.length ? `\nMasked: ${escapeControls(a.masked.join('; '))}` : '';
   return {
-    message: `Toolgate is holding a call to "${a.tool}" for approval ${a.id}. ${a.reason}\nArguments (secrets masked):\n${args.length > 4000 ? args.slice(0, 4000) + '…' : args}\nApprove this call?`,
+    message: `Toolgate is holding a call to "${escapeControls(a.tool)}" for approval ${a.id}. ${escapeControls(a.reason)}\nArguments:\n${argsText(a.args)}${masked}\nApprove this call?`,
     requestedSchema: {
       type: 'object',
       properties: { decision: { type: 'string', title: 'Decision', description: `Approve or deny the call to ${a.tool}`, enum: ['approve', 'deny'] } },

@@ -18,7 +18,7 @@ export function normaliseApprovalId(text: string): string | null {
   return id.length === LENGTH && [...id].every((c) => ALPHABET.includes(c)) ? id : null;
 }
 
-/** What an approval is bound to: this grant, server, tool and exactly these arguments. */
-export function bindingOf(call: { grant: string; server: string; tool: string; args: unknown }): string {
-  return sha256(canonicalJson({ grant: call.grant, server: call.server, tool: call.tool, args: call.args }));
+/** What an approval is bound to: this grant (by id: labels are not unique), server, tool and exactly these arguments. */
+export function bindingOf(call: { grantId: string; server: string; tool: string; args: unknown }): string {
+  return sha256(canonicalJson({ grant: call.grantId, server: call.server, tool: call.tool, args: call.args }));
 }

@@ -1,24 +1,38 @@
 import type { AuditDecision, AuditLog } from '../audit/index.js';
-import { maskSecrets } from '../audit/mask.js';
 import type { ApprovalSettings } from '../engine/compile.js';
 import type { Logger } from '../log.js';
 import type { Approval, ApprovalStore } from '../state/types.js';
 import { bindingOf, newApprovalId, normaliseApprovalId } from './ids.js';
+import { maskForApprover } from './mask.js';
 import { cliHowTo, heldNotice, type HowTo } from './text.js';
 import { webhookBody, WebhookSender, type WebhookConfig } from './webhook.js';
 
 export { bindingOf, newApprovalId, normaliseApprovalId } from './ids.js';
+export { argsText, maskForApprover, MASKED_FIELD } from './mask.js';
 export { elicitationDecision, elicitationParams } from './elicitation.js';
-export { approvalView, cliHowTo, formatDuration, outcomeMessage, retryMessage, waitingMessage, type HowTo } from './text.js';
+export { apiHowTo, approvalView, cliHowTo, MEMORY_STATE_REFUSAL, unreachableHowTo, formatDuration, outcomeMessage, restartMessage, retryMessage, waitingMessage, type HowTo } from './text.js';
 export { signature, SIGNATURE_HEADER, TIMESTAMP_HEADER, DELIVERY_HEADER, type WebhookConfig } from './webhook.js';
 
 /** The channels a decision can come through (SPEC section 4); a policy's `approval.via` names the allowed ones. */
 export type Channel = 'dashboard' | 'cli' | 'api' | 'webhook' | 'client';
 
+const CHANNELS: readonly Channel[] = ['dashboard', 'cli', 'api', 'webhook', 'client'];
+
+/**
+ * The channel an approval was decided through: `decidedBy` is always `<channel>:<name>` (decide()
+ * makes it so). Unknown (an approval from before, or undecided): '?', which no policy allows.
+ */
+export function approvalChannel(a: Pick<Approval, 'decidedBy'>): Channel | '?' {
+  const prefix = (a.decidedBy ?? '').split(':')[0] as Channel;
+  return CHANNELS.includes(prefix) ? prefix : '?';
+}
+
 /** A tools/call the engine held for approval. */
 export interface HeldCall {
   server: string;
+  /** The grant's label (shown to people) and id (what limits and approvals are keyed by). */
   grant: string;
+  grantId: string;
   session: string;
   client?: string;
   tool: string;
@@ -43,6 +57,9 @@ export class ApprovalError extends Error {
   }
 }
 
+/** A held call that was not held: its grant has as many calls waiting as `approval.max_pending` allows. */
+export class ApprovalRefused extends Error {}
+
 export interface ApprovalsOptions {
   store: ApprovalStore;
   audit?: AuditLog;
@@ -54,12 +71,19 @@ export interface ApprovalsOptions {
   /** The webhook of a server, if it has one. */
   webhook?: (server: string) => WebhookConfig | undefined;
   webhookBackoffMs?: number;
+  /** How long ended approvals (denied, timed out, used, unused) are kept before they are deleted; default 7 days. */
+  retentionMs?: number;
   now?: () => number;
 }
 
 type Waiter = (approval: Approval) => void;
 
 const SWEEP_MS = 5_000;
+export const DEFAULT_RETENTION_MS = 7 * 86_400_000;
+/** At most this often (or the retention, when shorter), ended approvals past the retention are deleted, up to 20 batches of 1,000. */
+const PURGE_EVERY_MS = 60_000;
+const PURGE_BATCH = 1_000;
+const PURGE_BATCHES = 20;
 
 /**
  * Human approval for one process: opens approvals for held calls (or finds the live one for the
@@ -74,6 +98,7 @@ export class Approvals {
   private readonly webhooks: WebhookSender;
   private readonly sweeper: NodeJS.Timeout;
   private readonly now: () => number;
+  private lastPurge = 0;
 
   constructor(private readonly opts: ApprovalsOptions) {
     this.howTo = opts.howTo ?? cliHowTo();
@@ -87,23 +112,35 @@ export class Approvals {
     return this.opts.store;
   }
 
+  /** The webhook configured for a server, if any (its secret authenticates the receiver's decisions). */
+  webhookOf(server: string): WebhookConfig | undefined {
+    return this.opts.webhook?.(server);
+  }
+
   /**
    * The live approval for this exact call (pending, or approved and not yet used), or a new
    * pending one: audited, announced on stderr or in the log, and posted to the server's webhook.
+   * Throws ApprovalRefused when the grant already has `approval.max_pending` calls waiting.
    */
   async open(call: HeldCall): Promise<{ approval: Approval; fresh: boolean }> {
     const binding = bindingOf(call);
     const now = this.now();
     const live = await this.opts.store.findLive(binding, now);
     if (live) return { approval: live, fresh: false };
+    const shown = maskForApprover(call.args);
+    const max = call.settings.maxPending;
     const approval: Approval = {
-      id: newApprovalId(), server: call.server, grant: call.grant, session: call.session, client: call.client, tool: call.tool,
-      args: maskSecrets(call.args), binding, rule: call.rule, reason: call.reason, via: call.settings.via,
+      id: newApprovalId(), server: call.server, grant: call.grant, grantId: call.grantId, session: call.session, client: call.client, tool: call.tool,
+      args: shown.args, ...(shown.masked.length > 0 ? { masked: shown.masked } : {}), binding, rule: call.rule, reason: call.reason, via: call.settings.via,
       requestedAt: now, expiresAt: now + call.settings.timeoutMs, validForMs: call.settings.validForMs, status: 'pending',
     };
-    await this.opts.store.create(approval);
+    // Counted and created in one atomic step of the store: concurrent held calls (on any instance) cannot all pass on the same count.
+    const created = this.opts.store.createIfUnder(approval, max, now);
+    if (!(created instanceof Promise ? await created : created)) {
+      throw new ApprovalRefused(`${max} calls of this grant already wait for approval (approval.max_pending); this one was not held. Wait until a person decides one of them, then make the call again.`);
+    }
     this.audit(approval, 'approval_requested', `${approval.id}: ${call.reason}`);
-    this.opts.onHeld?.(approval, heldNotice(approval, now, this.howTo));
+    this.opts.onHeld?.(approval, heldNotice(approval, now, this.howTo, call.settings.mode));
     const hook = approval.via.includes('webhook') ? this.opts.webhook?.(call.server) : undefined;
     if (hook) this.webhooks.send(hook, webhookBody(approval, hook.format, this.howTo));
     return { approval, fresh: true };
@@ -165,6 +202,8 @@ export class Approvals {
    */
   async decide(idText: string, approve: boolean, by: string, channel: Channel, reason?: string): Promise<Approval> {
     const id = normaliseApprovalId(idText);
+    // The channel is read back from `by` at release (approvalChannel): it must name this channel.
+    if (!by.startsWith(`${channel}:`)) by = `${channel}:${by}`;
     const current = id ? await this.opts.store.get(id) : null;
     if (!id || !current) throw new ApprovalError(404, `no approval with id "${idText}": toolgate approvals list shows the pending ones`);
     if (!current.via.includes(channel)) throw new ApprovalError(403, `approval ${id} cannot be decided through ${channel}: the policy allows ${current.via.join(', ')}`);
@@ -178,11 +217,28 @@ export class Approvals {
     return decided;
   }
 
-  /** Times out what expired and marks approvals nobody used; each is audited once, by whoever ends it. */
+  /**
+   * Times out what expired and marks approvals nobody used; each is audited once, by whoever ends
+   * it. Now and then deletes ended approvals older than the retention (the audit log keeps every step).
+   */
   async sweep(): Promise<void> {
-    for (const a of await this.opts.store.expire(this.now())) {
+    const now = this.now();
+    for (const a of await this.opts.store.expire(now)) {
       this.audit(a, a.status === 'timeout' ? 'timeout' : 'unused', `${a.id}: ${a.status === 'timeout' ? 'no decision in time' : `approved by ${a.decidedBy ?? '?'} but the call was not made again in time`}`);
       this.wake(a);
+    }
+    const retention = this.opts.retentionMs ?? DEFAULT_RETENTION_MS;
+    if (now - this.lastPurge >= Math.min(PURGE_EVERY_MS, retention)) {
+      this.lastPurge = now;
+      // A backlog goes in batches, with a turn of the event loop between them.
+      let purged = 0;
+      for (let i = 0; i < PURGE_BATCHES; i++) {
+        const n = await this.opts.store.purge(now - retention, PURGE_BATCH);
+        purged += n;
+        if (n < PURGE_BATCH) break;
+        await new Promise((r) => setImmediate(r));
+      }
+      if (purged > 0) this.opts.log.debug({ purged }, 'ended approvals past their retention deleted');
     }
   }
 

@@ -1,6 +1,8 @@
 import { createHmac, randomUUID } from 'node:crypto';
 import type { Logger } from '../log.js';
 import type { Approval } from '../state/types.js';
+import { escapeControls } from '../display/index.js';
+import { argsText } from './mask.js';
 import { approvalView, formatDuration, type HowTo } from './text.js';
 
 export interface WebhookConfig {
@@ -18,14 +20,45 @@ export function signature(secret: string, timestamp: string, body: string): stri
   return `v1=${createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex')}`;
 }
 
+/** Slack's longest message text; past it Slack cuts the message, so a longer one says where to look instead. */
+const SLACK_TEXT_MAX = 39_000;
+
+/**
+ * Untrusted text for a Slack-style message: invisible characters escaped; `&`, `<`, `>` as
+ * entities (so no `<!channel>`, `<@U…>` or link markup); a zero-width space after `@` before
+ * here/channel/everyone or a user id (no mention even where plain mentions are parsed);
+ * backticks as ˋ (so text cannot close the code block the arguments are shown in).
+ */
+export function slackEscape(text: string): string {
+  return escapeControls(text, true)
+    .replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
+    .replace(/@(here|channel|everyone|[UW][A-Z0-9]{6,})/gi, '@\u200b$1')
+    .replace(/`/g, 'ˋ');
+}
+
+/**
+ * An untrusted one-line field for a Slack message: escaped (see `slackEscape`, newlines too) and
+ * shown as inline code, where Slack applies no formatting — so `*`, `_`, `~` and `>`
+ * in a tool name, label or reason show as themselves and cannot fake bold, italics, strikes or a
+ * quote around toolgate's own words. Backticks are already gone, so the span cannot be closed.
+ */
+export function slackInline(text: string): string {
+  return `\`${slackEscape(escapeControls(text))}\``;
+}
+
 function slackText(a: Approval, how: HowTo): string {
-  return [
-    `:raised_hand: *${a.tool}* on *${a.server}* (grant ${a.grant}) is waiting for approval \`${a.id}\` (expires in ${formatDuration(a.expiresAt - a.requestedAt)}).`,
-    `Why: ${a.reason}`,
-    'Arguments (secrets masked):',
-    '```' + JSON.stringify(a.args, null, 2).slice(0, 2500) + '```',
-    `Approve: \`${how.approve(a.id)}\`   Deny: \`${how.deny(a.id)}\` (or POST /api/approvals/${a.id}/approve on the gateway)`,
-  ].join('\n');
+  const inline = slackInline;
+  const args = slackEscape(argsText(a.args));
+  const head = [
+    `:raised_hand: ${inline(a.tool)} on ${inline(a.server)} (grant ${inline(a.grant)}) is waiting for approval \`${a.id}\` (expires in ${formatDuration(a.expiresAt - a.requestedAt)}).`,
+    `Why: ${inline(a.reason)}`,
+    a.masked?.length ? `Masked: ${inline(a.masked.join('; '))}` : '',
+  ].filter(Boolean);
+  const tail = `Approve: \`${how.approve(a.id)}\`   Deny: \`${how.deny(a.id)}\` (or POST /api/approvals/${a.id}/approve on the gateway)`;
+  const body = args.length <= SLACK_TEXT_MAX
+    ? ['Arguments (secrets masked):', '```' + args + '```']
+    : [`Arguments: ${args.length} characters, too long for a chat message; see them in full with \`toolgate approvals list\` or on the dashboard before deciding.`];
+  return [...head, ...body, tail].join('\n');
 }
 
 export function webhookBody(a: Approval, format: WebhookConfig['format'], how: HowTo): string {

@@ -2,6 +2,7 @@ import { unlinkSync } from 'node:fs';
 import type Database from 'better-sqlite3';
 import { canonicalJson, sha256 } from '../policy/load.js';
 import { maskSecrets } from './mask.js';
+import { createRetentionTables } from './retention.js';
 
 /**
  * One journal line: the row's fields in a fixed order (a short array is cheaper to write than an
@@ -57,6 +58,7 @@ export function createAuditTables(db: Database.Database): void {
     CREATE INDEX IF NOT EXISTS audit_ts ON audit (ts);
     CREATE INDEX IF NOT EXISTS audit_lifecycle ON audit (instance, kind, ts) WHERE kind IN ('start', 'stop');
     CREATE TABLE IF NOT EXISTS audit_head (one INTEGER PRIMARY KEY CHECK (one = 1), id INTEGER NOT NULL, hash TEXT NOT NULL);`);
+  createRetentionTables(db);
 }
 
 /**

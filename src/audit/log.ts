@@ -1,15 +1,20 @@
 import { randomUUID } from 'node:crypto';
-import { closeSync, existsSync, mkdirSync, openSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, openSync, unlinkSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { dirname, join } from 'node:path';
-import { Worker } from 'node:worker_threads';
-import Database from 'better-sqlite3';
+import { join } from 'node:path';
+import type Database from 'better-sqlite3';
 import { closeDatabase, openDatabase } from '../state/sqlite.js';
-import { ChainWriter, GENESIS, outcomeHash, rowHash, type Batch, type JournalEntry, type Outcome } from './chain.js';
-import { alive, collectJournals, JOURNAL_MAX_BYTES, journalDirs, journalHeader, JournalLines, journalPrefix, outcomeLine } from './journal.js';
+import { ChainWriter, type Batch, type JournalEntry, type Outcome } from './chain.js';
+import { createAuditDatabase } from './database.js';
+import { ThreadWriter } from './thread-writer.js';
+import { verifyChain, type VerifyResult } from './verify.js';
+import { queryRows, serverNames, summarize, trafficBuckets, type AuditQuery, type AuditSummary, type TrafficBucket } from './queries.js';
+import { collectJournals, JOURNAL_MAX_BYTES, journalDirs, journalHeader, JournalLines, journalPrefix, outcomeLine } from './journal.js';
+
+export type { AuditQuery, AuditSummary, TrafficBucket } from './queries.js';
 
 export type AuditDecision = 'allow' | 'deny' | 'shadow_deny' | 'approval_requested' | 'approved' | 'rejected' | 'timeout' | 'unused' | 'error';
-export type AuditKind = 'call' | 'approval' | 'policy_reload' | 'kill_switch' | 'start' | 'stop' | 'auth' | 'grant' | 'pin';
+export type AuditKind = 'call' | 'approval' | 'policy_reload' | 'kill_switch' | 'start' | 'stop' | 'auth' | 'grant' | 'pin' | 'state' | 'prune' | 'poison';
 
 export interface AuditEvent {
   kind: AuditKind;
@@ -62,45 +67,8 @@ export interface AuditRow {
   outcome_hash: string | null;
 }
 
-export interface AuditQuery {
-  sinceMs?: number;
-  decision?: string;
-  tool?: string;
-  server?: string;
-  grant?: string;
-  session?: string;
-  client?: string;
-  instance?: string;
-  kind?: string;
-  /** Only rows stored after this row id (following the log). */
-  afterId?: number;
-  limit?: number;
-}
-
-export interface AuditSummary {
-  /**
-   * Serving processes (run, serve) still running: started, not stopped, and — on this host —
-   * alive; with the servers they called and their calls in the last 15 minutes.
-   */
-  instances: { instance: string; started: string; servers: string[]; lastSeen: string | null; calls: number }[];
-  /** Serving processes that ended in the last 15 minutes (stopped: null when they died without saying so). */
-  stopped: { instance: string; started: string; stopped: string | null }[];
-  callsLastMinute: { server: string | null; calls: number; denied: number }[];
-  topDenialsLastHour: { server: string | null; tool: string | null; rule: string | null; count: number }[];
-}
-
 /** An event as it is appended, for live views: the row's fields that exist before it is stored (argument keys, never values). */
 export type LiveAuditEvent = Pick<AuditRow, 'ts' | 'instance' | 'kind' | 'server' | 'grant_label' | 'session' | 'client' | 'tool' | 'decision' | 'rule' | 'message' | 'arg_keys'>;
-
-/** Calls per time bucket, for charts. `held` counts calls that waited for a human. */
-export interface TrafficBucket { t: string; calls: number; denied: number; held: number }
-
-export interface VerifyResult {
-  ok: boolean;
-  rows: number;
-  problem?: string;
-  badId?: number;
-}
 
 /** An event waiting for the next batch, with the arguments it still has to hash. */
 interface PendingRow { entry: JournalEntry; args?: Record<string, unknown>; storeArgValues?: boolean; awaitsOutcome?: boolean }
@@ -109,28 +77,6 @@ interface PendingRow { entry: JournalEntry; args?: Record<string, unknown>; stor
 const FIELD_MAX = 4096;
 const cut = (s: string | undefined): string | null =>
   s === undefined ? null : s.length <= FIELD_MAX ? s : `${s.slice(0, FIELD_MAX)}… [${s.length - FIELD_MAX} more characters]`;
-
-/**
- * A new audit database gets 4 KiB pages: its rows are written in batches, and bigger pages halve a
- * batch's cost (fewer WAL frames to write; 17 against 35 µs of CPU per row). openDatabase's 1 KiB
- * pages suit the state store, which writes one small row at a time. The page size is fixed once
- * the file exists, so this only happens before openDatabase first creates it.
- */
-function createAuditDatabase(file: string): void {
-  if (file === ':memory:' || existsSync(file)) return;
-  try {
-    mkdirSync(dirname(file), { recursive: true });
-    const db = new Database(file);
-    try {
-      db.pragma('page_size = 4096');
-      db.pragma('journal_mode = WAL');
-    } finally {
-      db.close();
-    }
-  } catch {
-    // openDatabase, next, says what is wrong with the file.
-  }
-}
 
 const FLUSH_EVERY_MS = 50;
 /** Outcome lines held for the next journal write at most (characters). */
@@ -159,46 +105,6 @@ export interface AuditLogOptions {
   onEvent?: (event: Record<string, unknown>) => void;
 }
 
-/**
- * Writes batches in a worker thread; `drain` waits until every batch sent is done. A thread that
- * dies is reported and not used again; the journals of batches it had not written stay on disk
- * and are replayed by the next process that opens the log after this one ends.
- */
-class ThreadWriter {
-  alive = true;
-  private readonly worker: Worker;
-  private readonly done = new Int32Array(new SharedArrayBuffer(4));
-  private sent = 0;
-
-  constructor(file: string, onError: (message: string) => void) {
-    const workerData = { file, done: this.done.buffer };
-    // Run from TypeScript sources (the tests, under tsx), the thread registers tsx itself first.
-    this.worker = import.meta.url.endsWith('.ts')
-      ? new Worker(`import('tsx/esm/api').then((t) => { t.register(); return import(${JSON.stringify(new URL('./writer-thread.ts', import.meta.url).href)}); });`, { eval: true, workerData })
-      : new Worker(new URL('./writer-thread.js', import.meta.url), { workerData });
-    this.worker.on('message', (m: { error?: string }) => { if (m.error) onError(m.error); });
-    this.worker.on('error', (err) => { this.alive = false; onError(err.message); });
-    this.worker.on('exit', () => { this.alive = false; });
-    this.worker.unref();
-  }
-
-  write(batch: Batch): void {
-    this.sent++;
-    this.worker.postMessage(batch);
-  }
-
-  drain(): void {
-    for (let done = Atomics.load(this.done, 0); done < this.sent && this.alive; done = Atomics.load(this.done, 0)) {
-      Atomics.wait(this.done, 0, done, 100);
-    }
-  }
-
-  close(): void {
-    this.drain();
-    this.worker.postMessage('close');
-  }
-}
-
 export class AuditLog {
   readonly instance = `${hostname()}:${process.pid}`;
   private readonly db: Database.Database;
@@ -222,7 +128,7 @@ export class AuditLog {
   private timer: NodeJS.Timeout | undefined;
   private readonly listeners = new Set<(e: LiveAuditEvent) => void>();
 
-  constructor(private readonly file: string, private readonly opts: AuditLogOptions = {}) {
+  constructor(readonly file: string, private readonly opts: AuditLogOptions = {}) {
     createAuditDatabase(file);
     this.db = openDatabase(file);
     this.inline = new ChainWriter(this.db);
@@ -408,103 +314,63 @@ export class AuditLog {
     }
   }
 
+  /**
+   * Hands what was appended to the writer now, without waiting for a background writer: for a
+   * row that another process on the same file may soon look for (holds), e.g. a call whose retry
+   * may reach another process.
+   */
+  hurry(): void {
+    this.sendReporting();
+  }
+
   /** Writes everything appended so far to the database before returning. */
   flush(): void {
     this.send();
     this.thread?.drain();
   }
 
+  /**
+   * Whether this log holds (or will hold) the event: this process appended it, or another process
+   * on the same file stored it. A call continued at another instance of a fleet (its own audit
+   * file) is not here: that instance writes a row of its own for it.
+   */
+  holds(eventId: string): boolean {
+    if (eventId.startsWith(this.idPrefix)) return true;
+    return this.db.prepare<[string], { one: number }>('SELECT 1 AS one FROM audit WHERE event_id = ?').get(eventId) !== undefined;
+  }
+
   query(q: AuditQuery = {}): AuditRow[] {
     this.flush();
-    const where: string[] = [];
-    const params: unknown[] = [];
-    if (q.sinceMs !== undefined) { where.push('ts >= ?'); params.push(new Date(Date.now() - q.sinceMs).toISOString()); }
-    if (q.afterId !== undefined) { where.push('id > ?'); params.push(q.afterId); }
-    const eq: [keyof AuditQuery, string][] = [['decision', 'decision'], ['tool', 'tool'], ['server', 'server'], ['grant', 'grant_label'], ['session', 'session'], ['client', 'client'], ['instance', 'instance'], ['kind', 'kind']];
-    for (const [key, column] of eq) {
-      if (q[key] !== undefined) { where.push(`${column} = ?`); params.push(q[key]); }
-    }
-    const sql = `SELECT * FROM audit ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY id DESC LIMIT ?`;
-    return (this.db.prepare(sql).all(...params, q.limit ?? 1000) as AuditRow[]).reverse();
+    return queryRows(this.db, q);
   }
 
   /** For `toolgate status`: who is running, how busy, what gets denied. */
   summary(now = Date.now()): AuditSummary {
     this.flush();
-    const iso = (ms: number) => new Date(now - ms).toISOString();
-    const recent = new Map(this.db.prepare<[string], { instance: string; servers: string; last: string; calls: number }>(
-      "SELECT instance, group_concat(DISTINCT server) AS servers, max(ts) AS last, sum(kind = 'call') AS calls FROM audit WHERE ts >= ? GROUP BY instance").all(iso(15 * 60_000)).map((r) => [r.instance, r]));
-    const lifecycle = this.db.prepare<[], { instance: string; started: string; stopped: string | null }>(
-      "SELECT instance, max(CASE WHEN kind = 'start' THEN ts END) AS started, max(CASE WHEN kind = 'stop' THEN ts END) AS stopped FROM audit WHERE kind IN ('start', 'stop') GROUP BY instance").all();
-    const host = hostname();
-    const instances: AuditSummary['instances'] = [];
-    const stopped: AuditSummary['stopped'] = [];
-    for (const l of lifecycle) {
-      if (l.started === null) continue;
-      const [on, pid] = [l.instance.slice(0, l.instance.lastIndexOf(':')), Number(l.instance.slice(l.instance.lastIndexOf(':') + 1))];
-      const ended = (l.stopped !== null && l.stopped >= l.started) || (on === host && !alive(pid));
-      const r = recent.get(l.instance);
-      if (!ended) instances.push({ instance: l.instance, started: l.started, servers: (r?.servers ?? '').split(',').filter(Boolean), lastSeen: r?.last ?? null, calls: r?.calls ?? 0 });
-      else if (r) stopped.push({ instance: l.instance, started: l.started, stopped: l.stopped !== null && l.stopped >= l.started ? l.stopped : null });
-    }
-    instances.sort((a, b) => ((b.lastSeen ?? b.started) > (a.lastSeen ?? a.started) ? 1 : -1));
-    const perMinute = this.db.prepare<[string], { server: string | null; calls: number; denied: number }>(
-      "SELECT server, count(*) AS calls, sum(decision = 'deny') AS denied FROM audit WHERE kind = 'call' AND ts >= ? GROUP BY server ORDER BY calls DESC").all(iso(60_000));
-    const topDenials = this.db.prepare<[string], { server: string | null; tool: string | null; rule: string | null; count: number }>(
-      "SELECT server, tool, rule, count(*) AS count FROM audit WHERE kind = 'call' AND decision = 'deny' AND ts >= ? GROUP BY server, tool, rule ORDER BY count DESC LIMIT 10").all(iso(3_600_000));
-    return {
-      instances,
-      stopped,
-      callsLastMinute: perMinute,
-      topDenialsLastHour: topDenials,
-    };
+    return summarize(this.db, now);
   }
 
   /** Calls, denials and held calls per bucket since `sinceMs` ago, oldest first (empty buckets included). */
   traffic(sinceMs: number, bucketMs: number, server?: string, now = Date.now()): TrafficBucket[] {
     this.flush();
-    const start = Math.floor((now - sinceMs) / bucketMs) * bucketMs;
-    const rows = this.db.prepare<unknown[], { ts: string; kind: string; decision: string | null }>(
-      `SELECT ts, kind, decision FROM audit WHERE kind IN ('call', 'approval') AND ts >= ?${server === undefined ? '' : ' AND server = ?'}`,
-    ).all(...[new Date(start).toISOString(), ...(server === undefined ? [] : [server])]);
-    const buckets: TrafficBucket[] = [];
-    for (let t = start; t <= now; t += bucketMs) buckets.push({ t: new Date(t).toISOString(), calls: 0, denied: 0, held: 0 });
-    for (const row of rows) {
-      const b = buckets[Math.floor((Date.parse(row.ts) - start) / bucketMs)];
-      if (!b) continue;
-      // A held call is one approval_requested row; its call row comes when it is decided.
-      if (row.kind === 'approval') { if (row.decision === 'approval_requested') b.held++; continue; }
-      b.calls++;
-      if (row.decision === 'deny') b.denied++;
-    }
-    return buckets;
+    return trafficBuckets(this.db, sinceMs, bucketMs, server, now);
   }
 
   /** Every server named in the last 30 days. */
   servers(now = Date.now()): string[] {
     this.flush();
-    return this.db.prepare<[string], { server: string }>('SELECT DISTINCT server FROM audit WHERE ts >= ? AND server IS NOT NULL ORDER BY server')
-      .all(new Date(now - 30 * 86_400_000).toISOString()).map((r) => r.server);
+    return serverNames(this.db, now);
+  }
+
+  /** The file's connection, for retention and export (which work on the stored rows). */
+  get database(): Database.Database {
+    this.flush();
+    return this.db;
   }
 
   verify(): VerifyResult {
     this.flush();
-    let prev = GENESIS;
-    let rows = 0;
-    let lastId = 0;
-    for (const row of this.db.prepare('SELECT * FROM audit ORDER BY id').iterate() as IterableIterator<AuditRow>) {
-      rows++;
-      if (row.prev_hash !== prev) return { ok: false, rows, badId: row.id, problem: `row ${row.id} does not follow the row before it (a row was deleted or inserted)` };
-      if (rowHash(prev, row as unknown as Record<string, unknown>) !== row.hash) return { ok: false, rows, badId: row.id, problem: `row ${row.id} was edited` };
-      if (row.outcome !== null && row.outcome_hash !== outcomeHash(row.hash, row.outcome, row.latency_ms)) {
-        return { ok: false, rows, badId: row.id, problem: `the outcome of row ${row.id} was edited` };
-      }
-      prev = row.hash;
-      lastId = row.id;
-    }
-    const head = this.db.prepare<[], { id: number; hash: string }>('SELECT id, hash FROM audit_head WHERE one = 1').get();
-    if (head && (head.id !== lastId || head.hash !== prev)) return { ok: false, rows, badId: head.id, problem: `rows after ${lastId} were deleted (the log's head is row ${head.id})` };
-    return { ok: true, rows };
+    return verifyChain(this.db);
   }
 
   close(): void {

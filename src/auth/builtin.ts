@@ -1,11 +1,13 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isAbsolute, resolve } from 'node:path';
 import type { AuditLog } from '../audit/index.js';
-import { durationToMs, type GatewayConfig, type OAuthConfig } from '../gateway/config.js';
-import type { Grants } from '../gateway/grants.js';
+import { addressKey, clientAddress } from '../http/client-address.js';
+import { durationToMs, type GatewayConfig, type OAuthConfig } from '../config/gateway.js';
+import type { Grants } from '../grants/grants.js';
 import type { Logger } from '../log.js';
 import { formatIssue, loadPolicyFile } from '../policy/index.js';
 import type { OAuthStore } from '../state/types.js';
+import { ClientMetadataDocuments } from './client-metadata.js';
 import { ClientRegistry, newSecret, type Client } from './clients.js';
 import { renderConsent, renderProblem } from './consent.js';
 import { OAuthError, readForm, redirect, sameSecret, sendJson, sendOAuthError, sha256, singleValued } from './http.js';
@@ -43,7 +45,15 @@ export class BuiltinAuthorizationServer {
   private readonly clients: ClientRegistry;
 
   constructor(private readonly deps: BuiltinDeps) {
-    this.clients = new ClientRegistry(deps.store, () => this.settings.max_pending_clients, deps.log);
+    this.clients = new ClientRegistry(deps.store, () => ({
+      maxPending: this.settings.max_pending_clients,
+      pendingMs: durationToMs(this.settings.pending_client_ttl),
+      perAddress: this.settings.registrations_per_address,
+      windowMs: durationToMs(this.settings.registration_window),
+    }), deps.log, new ClientMetadataDocuments(() => ({
+      enabled: this.settings.client_metadata_documents,
+      allowHosts: this.settings.client_metadata_allow_hosts,
+    }), deps.log));
   }
 
   private get settings(): BuiltinConfig {
@@ -64,6 +74,7 @@ export class BuiltinAuthorizationServer {
       token_endpoint_auth_methods_supported: ['none'],
       revocation_endpoint_auth_methods_supported: ['none'],
       authorization_response_iss_parameter_supported: true,
+      client_id_metadata_document_supported: this.settings.client_metadata_documents,
     };
   }
 
@@ -76,7 +87,7 @@ export class BuiltinAuthorizationServer {
           return true;
         case '/oauth/register': return await this.only(req, 'POST', () => this.clients.register(req, res));
         case '/oauth/authorize':
-          if (req.method === 'GET') await this.authorizePage(res, requestOnly(singleValued(url.searchParams)), issuer);
+          if (req.method === 'GET') await this.authorizePage(res, requestOnly(singleValued(url.searchParams)), issuer, addressKey(clientAddress(req)));
           else await this.only(req, 'POST', async () => this.decide(req, res, await readForm(req), issuer));
           return true;
         case '/oauth/token': return await this.only(req, 'POST', () => this.token(req, res, issuer));
@@ -99,15 +110,19 @@ export class BuiltinAuthorizationServer {
 
   /**
    * Checks an authorization request. Problems with the client or its redirect URI are shown on
-   * the page (sending the browser to an unverified URI would make the gateway an open redirector);
-   * every other problem goes back to the client as an OAuth error.
+   * the page (sending the browser to an unverified URI would make the gateway an open redirector),
+   * and so is every problem of a client nobody has approved yet: anyone can register a redirect
+   * URI, so until a person approves the client the gateway sends no browser to it. An approved
+   * client's other problems go back to it as OAuth errors.
    */
-  private async checkRequest(q: Map<string, string>, issuer: string): Promise<{ client: Client; redirectUri: string; server: string; resource: string } | { back: string }> {
-    const client = await this.clients.find(q.get('client_id'));
+  private async checkRequest(q: Map<string, string>, issuer: string, from: string): Promise<{ client: Client; approved: boolean; redirectUri: string; server: string; resource: string } | { back: string }> {
+    const client = await this.clients.find(q.get('client_id'), from);
     if (!client) throw new OAuthError(400, 'invalid_client', 'unknown client_id: register the client first (it may have expired unapproved)');
     const redirectUri = q.get('redirect_uri') ?? (client.redirect_uris.length === 1 ? client.redirect_uris[0] : '');
     if (!client.redirect_uris.includes(redirectUri)) throw new OAuthError(400, 'invalid_request', 'redirect_uri is not one this client registered');
+    const approved = await this.clients.isApproved(client.client_id);
     const back = (error: string, description: string) => {
+      if (!approved) throw new OAuthError(400, error, `${description} (${error}; this client is not approved yet, so the browser is not sent back to it)`);
       const to = new URL(redirectUri);
       to.searchParams.set('error', error);
       to.searchParams.set('error_description', description);
@@ -123,7 +138,7 @@ export class BuiltinAuthorizationServer {
     if (!resource) return back('invalid_target', 'the resource parameter (RFC 8707) must name the MCP server URL');
     const target = this.resourceTarget(resource, issuer);
     if (!target) return back('invalid_target', `${resource} is not a server of this gateway that takes grants`);
-    return { client, redirectUri, server: target.server, resource: target.resource };
+    return { client, approved, redirectUri, server: target.server, resource: target.resource };
   }
 
   /** The server an RFC 8707 resource indicator names, on this gateway; undefined otherwise. */
@@ -137,8 +152,8 @@ export class BuiltinAuthorizationServer {
     return { server: server!, resource: `${url.origin}${url.pathname.replace(/\/+$/, '')}` };
   }
 
-  private async authorizePage(res: ServerResponse, q: Map<string, string>, issuer: string): Promise<void> {
-    const checked = await this.checkRequest(q, issuer);
+  private async authorizePage(res: ServerResponse, q: Map<string, string>, issuer: string, from: string): Promise<void> {
+    const checked = await this.checkRequest(q, issuer, from);
     if ('back' in checked) return redirect(res, checked.back);
     const name = checked.client.client_name ?? checked.client.client_id;
     renderConsent(res, { clientName: name, clientId: checked.client.client_id, redirectUri: checked.redirectUri, server: checked.server, request: q, label: name.slice(0, 100), tags: '', policy: '' });
@@ -147,13 +162,14 @@ export class BuiltinAuthorizationServer {
   /** The consent form's answer: a wrong admin token shows the page again; deny and approve go back to the client. */
   private async decide(req: IncomingMessage, res: ServerResponse, form: Map<string, string>, issuer: string): Promise<void> {
     const request = requestOnly(form);
-    const checked = await this.checkRequest(request, issuer);
+    const checked = await this.checkRequest(request, issuer, addressKey(clientAddress(req)));
     if ('back' in checked) return redirect(res, checked.back);
-    const { client, redirectUri, server, resource } = checked;
+    const { client, approved, redirectUri, server, resource } = checked;
     const to = new URL(redirectUri);
     if (request.has('state')) to.searchParams.set('state', request.get('state')!);
     to.searchParams.set('iss', issuer);
     if (form.get('decision') === 'deny') {
+      if (!approved) return renderProblem(res, 403, 'The request was denied. This client was never approved, so the browser is not sent back to it.');
       to.searchParams.set('error', 'access_denied');
       to.searchParams.set('error_description', 'the request was denied on the consent page');
       return redirect(res, to.href);
@@ -162,7 +178,7 @@ export class BuiltinAuthorizationServer {
     const tags = (form.get('tags') ?? '').split(',').map((t) => t.trim()).filter(Boolean);
     const policyText = (form.get('policy') ?? '').trim();
     const view = { clientName: client.client_name ?? client.client_id, clientId: client.client_id, redirectUri, server, request, label, tags: tags.join(', '), policy: policyText };
-    const ip = req.socket.remoteAddress ?? 'unknown';
+    const ip = addressKey(clientAddress(req));
     const failures = this.signInFailures.get(ip);
     if (failures && failures.count >= SIGN_IN_FAILURES && failures.until > Date.now()) return renderConsent(res, { ...view, error: 'too many wrong admin tokens; try again in a minute' }, 429);
     const admin = this.deps.config().admin?.token;
@@ -193,7 +209,7 @@ export class BuiltinAuthorizationServer {
   private async token(req: IncomingMessage, res: ServerResponse, issuer: string): Promise<void> {
     const form = await readForm(req);
     const type = form.get('grant_type');
-    const client = await this.clients.find(form.get('client_id'));
+    const client = await this.clients.find(form.get('client_id'), addressKey(clientAddress(req)));
     if (!client) throw new OAuthError(401, 'invalid_client', 'unknown client_id');
     if (type === 'authorization_code') return this.exchangeCode(res, form, client, issuer);
     if (type === 'refresh_token') return this.refresh(res, form, client, issuer);

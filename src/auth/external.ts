@@ -1,7 +1,7 @@
 import { createRemoteJWKSet, errors, jwtVerify, type JWTPayload } from 'jose';
 import { z } from 'zod';
-import { durationToMs, type OAuthConfig } from '../gateway/config.js';
-import type { AuthResult } from '../gateway/grants.js';
+import { durationToMs, type OAuthConfig } from '../config/gateway.js';
+import type { AuthResult } from '../grants/grants.js';
 import type { Logger } from '../log.js';
 
 export type ExternalConfig = Extract<OAuthConfig, { issuer: string }>;
@@ -100,6 +100,9 @@ export class ExternalIssuer {
       }
       return { ok: false, status: 401, reason: refusal(err) };
     }
+    // The grant's identity is the subject (unique per issuer), never the label: a label claim such
+    // as name, email or team need not be unique, and per-grant limits and approvals are keyed by the id.
+    if (typeof payload.sub !== 'string' || !payload.sub) return { ok: false, status: 401, reason: 'the token has no sub claim: toolgate keys a grant by its subject' };
     const label = claim(payload, c.label_claim);
     if (typeof label !== 'string' || !label) return { ok: false, status: 401, reason: `the token has no ${c.label_claim} claim to name the grant` };
     const tags = new Set<string>();
@@ -110,7 +113,7 @@ export class ExternalIssuer {
     return {
       ok: true,
       grant: {
-        id: `jwt:${label}`, label, server, tags: [...tags],
+        id: `jwt:${payload.sub}`, label, server, tags: [...tags],
         createdAt: new Date((payload.iat ?? 0) * 1000).toISOString(),
         expiresAt: new Date(payload.exp! * 1000).toISOString(),
       },

@@ -3,7 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 
 /** An OAuth error (RFC 6749 §5.2 shape), answered as JSON. */
 export class OAuthError extends Error {
-  constructor(readonly status: number, readonly error: string, description: string) {
+  constructor(readonly status: number, readonly error: string, description: string, readonly headers: Record<string, string> = {}) {
     super(description);
   }
 }
@@ -60,7 +60,7 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
 }
 
 export function sendOAuthError(res: ServerResponse, err: OAuthError): void {
-  sendJson(res, err.status, { error: err.error, error_description: err.message });
+  sendJson(res, err.status, { error: err.error, error_description: err.message }, err.headers);
 }
 
 export function redirect(res: ServerResponse, to: string): void {

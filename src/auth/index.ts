@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AuditLog } from '../audit/index.js';
-import type { GatewayConfig } from '../gateway/config.js';
-import type { AuthResult, Grants } from '../gateway/grants.js';
+import type { GatewayConfig } from '../config/gateway.js';
+import type { AuthResult, Grants } from '../grants/grants.js';
 import type { Logger } from '../log.js';
 import type { OAuthStore } from '../state/types.js';
 import { BuiltinAuthorizationServer } from './builtin.js';

@@ -1,23 +1,35 @@
 import { userInfo } from 'node:os';
 import type { Command } from 'commander';
-import { ApprovalError, Approvals, approvalView, formatDuration } from '../approvals/index.js';
+import { ApprovalError, Approvals, approvalView, argsText, formatDuration } from '../approvals/index.js';
+import { oneLine } from '../display/index.js';
 import { createLogger } from '../log.js';
 import type { Approval } from '../state/index.js';
-import { CliError, printJson, stateOptions, stores, type ConfigStateFlags } from './common.js';
+import { CliError, printJson, printJsonLine, stateOptions, stores, type ConfigStateFlags, say } from './common.js';
 
 const common = (cmd: Command) => stateOptions(cmd).option('--json', 'print JSON only');
 
 interface ApprovalFlags extends ConfigStateFlags { json?: boolean; all?: boolean; watch?: boolean; reason?: string }
 
+/**
+ * One approval for a person: every argument in full (indented JSON, nothing cut; the terminal
+ * wraps), what masking changed, and every untrusted string escaped (say() escapes every line).
+ */
 function line(a: Approval, now: number): string {
-  const when = a.status === 'pending' ? `expires in ${formatDuration(a.expiresAt - now)}` : `${a.status}${a.decidedBy ? ` by ${a.decidedBy}` : ''}`;
-  const args = JSON.stringify(a.args);
-  return `${a.id}  ${a.tool}  server=${a.server} grant=${a.grant}${a.client ? ` client=${a.client}` : ''}  ${when}\n    args ${args.length > 300 ? args.slice(0, 300) + '…' : args}\n    why  ${a.reason} (${a.rule})`;
+  const when = a.status === 'pending' ? `expires in ${formatDuration(a.expiresAt - now)}` : oneLine`${a.status}${a.decidedBy ? ` by ${a.decidedBy}` : ''}`;
+  // argsText escapes every character inside values, newlines included: its line breaks are the JSON's own.
+  const args = argsText(a.args).split('\n').map((l, i) => (i === 0 ? l : `         ${l}`)).join('\n');
+  const grant = oneLine`grant=${a.grant}${a.grantId && a.grantId !== a.grant ? ` (${a.grantId})` : ''}`;
+  return [
+    oneLine`${a.id}  ${a.tool}  server=${a.server} ` + grant + (a.client ? oneLine` client=${a.client}` : '') + `  ${when}`,
+    `    args ${args}`,
+    ...(a.masked?.length ? [oneLine`    masked ${a.masked.join('; ')}`] : []),
+    oneLine`    why  ${a.reason} (${a.rule})`,
+  ].join('\n');
 }
 
 /** Runs `fn` with the approvals of the chosen state; ApprovalErrors become one-line CLI errors (exit 1). */
 async function withApprovals(flags: ApprovalFlags, fn: (approvals: Approvals) => Promise<void>): Promise<void> {
-  const { state, audit } = stores(flags);
+  const { state, audit } = await stores(flags);
   const approvals = new Approvals({ store: state.approvals, audit, log: createLogger('silent') });
   try {
     await fn(approvals);
@@ -39,7 +51,7 @@ function decideCommand(parent: Command, verb: 'approve' | 'deny'): void {
     const by = `cli:${userInfo().username}`;
     const decided = await approvals.decide(id, verb === 'approve', by, 'cli', flags.reason);
     if (flags.json) printJson(approvalView(decided));
-    else process.stdout.write(`${decided.id} ${decided.status} by ${by}: ${decided.tool} on ${decided.server}${verb === 'approve' ? ' (a waiting call goes through now; otherwise the same call made again passes once)' : ''}\n`);
+    else say(oneLine`${decided.id} ${decided.status} by ${by}: ${decided.tool} on ${decided.server}` + `${verb === 'approve' ? ' (a waiting call goes through now; otherwise the same call made again passes once)' : ''}\n`);
   }));
 }
 
@@ -53,11 +65,11 @@ export function registerApprovals(program: Command): void {
       await a.sweep();
       const now = Date.now();
       const list = await a.store.list(flags.all ? { limit: 100 } : { status: 'pending' });
-      const print = (x: Approval) => process.stdout.write((flags.json ? JSON.stringify(approvalView(x)) : line(x, Date.now())) + '\n');
+      const print = (x: Approval) => (flags.json ? printJsonLine(approvalView(x)) : say(line(x, Date.now()) + '\n'));
       if (!flags.watch) {
         if (flags.json) printJson(list.map(approvalView));
-        else if (list.length === 0) process.stdout.write('no pending approvals\n');
-        else for (const x of list) process.stdout.write(line(x, now) + '\n');
+        else if (list.length === 0) say('no pending approvals\n');
+        else for (const x of list) say(line(x, now) + '\n');
         return;
       }
       // Watch mode: one line (JSON Lines with --json) per pending approval, old then new, until interrupted.

@@ -1,6 +1,9 @@
 import type { Command } from 'commander';
 import type { AuditQuery, AuditRow } from '../audit/index.js';
-import { CliError, openAudit, openStateOrFail, parseSince, printJson, stateDsn, stateOptions, type StateFlags } from './common.js';
+import { escapeControls, oneLine } from '../display/index.js';
+import { isRedisDsn } from '../state/index.js';
+import { registerAuditRetention } from './audit-retention.js';
+import { CliError, openAudit, openStateOrFail, parseSince, printJson, printJsonLine, stateDsn, stateOptions, type StateFlags, say } from './common.js';
 
 /** The filters of AuditQuery as flags, plus how much and in what form. */
 interface AuditFlags extends StateFlags, Pick<AuditQuery, 'decision' | 'tool' | 'server' | 'grant' | 'session' | 'client' | 'instance'> {
@@ -10,11 +13,12 @@ interface AuditFlags extends StateFlags, Pick<AuditQuery, 'decision' | 'tool' | 
   limit: string;
 }
 
+/** One row, one line: every field from outside (names, labels, tools, messages) escaped, a newline included. */
 function line(r: AuditRow): string {
-  const who = [r.server, r.grant_label, r.client].filter(Boolean).join(' ');
-  if (r.kind !== 'call' && r.kind !== 'approval') return `${r.ts} ${r.kind.padEnd(11)} ${who} ${r.message ?? ''}`.trimEnd();
-  const outcome = r.outcome ? ` → ${r.outcome}${r.latency_ms !== null ? ` ${r.latency_ms}ms` : ''}` : '';
-  return `${r.ts} ${(r.decision ?? '').padEnd(11)} ${r.tool} ${r.rule ?? ''} (${who})${outcome}${r.decision !== 'allow' && r.message ? `: ${r.message}` : ''}`;
+  const who = [r.server, r.grant_label, r.client].filter(Boolean).map((x) => escapeControls(x!)).join(' ');
+  if (r.kind !== 'call' && r.kind !== 'approval') return oneLine`${r.ts} ${r.kind.padEnd(11)} ` + `${who} ${escapeControls(r.message ?? '')}`.trimEnd();
+  const outcome = r.outcome ? oneLine` → ${r.outcome}${r.latency_ms !== null ? ` ${r.latency_ms}ms` : ''}` : '';
+  return oneLine`${r.ts} ${(r.decision ?? '').padEnd(11)} ${r.tool} ${r.rule ?? ''} (` + `${who})${outcome}` + (r.decision !== 'allow' && r.message ? oneLine`: ${r.message}` : '');
 }
 
 const FILTERS: [keyof AuditQuery, string][] = [['decision', 'decision'], ['tool', 'tool'], ['server', 'server'], ['grant', 'grant_label'], ['session', 'session'], ['client', 'client'], ['instance', 'instance']];
@@ -29,10 +33,10 @@ function interrupted(): Promise<void> {
 
 /** `audit --follow`: new rows as JSON lines, from the fleet's Redis stream or by polling this machine's audit file. */
 async function follow(flags: AuditFlags, query: AuditQuery): Promise<void> {
-  const out = (row: object) => process.stdout.write(JSON.stringify(row) + '\n');
+  const out = (row: object) => printJsonLine(row);
   const dsn = stateDsn(flags);
-  if (dsn.startsWith('redis://') || dsn.startsWith('rediss://')) {
-    const state = openStateOrFail(dsn);
+  if (isRedisDsn(dsn)) {
+    const state = await openStateOrFail(dsn);
     // Outcomes carry no server or tool, so filters pass them (their event_id names the call).
     const stop = state.fleet!.follow((e) => {
       if (e.kind === 'outcome' || FILTERS.every(([key, column]) => query[key] === undefined || e[column] === query[key])) out(e);
@@ -84,7 +88,7 @@ export function registerAudit(program: Command): void {
       const rows = log.query(query);
       log.close();
       if (flags.json) printJson(rows.map((r) => ({ ...r, arg_keys: r.arg_keys ? JSON.parse(r.arg_keys) : null })));
-      else for (const r of rows) process.stdout.write(line(r) + '\n');
+      else for (const r of rows) say(line(r) + '\n');
     });
 
   stateOptions(audit
@@ -96,7 +100,9 @@ export function registerAudit(program: Command): void {
       const result = log.verify();
       log.close();
       if (flags.json) printJson(result);
-      else process.stdout.write(result.ok ? `audit log intact: ${result.rows} rows\n` : `audit log TAMPERED: ${result.problem}\n`);
+      else say(result.ok ? `audit log intact: ${result.rows} rows${result.pruned ? ` (after a checkpoint: ${result.pruned} older rows pruned)` : ''}\n` : `audit log TAMPERED: ${result.problem}\n`);
       if (!result.ok) process.exitCode = 1;
     });
+
+  registerAuditRetention(audit);
 }

@@ -1,8 +1,10 @@
 import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
 import { join, resolve } from 'node:path';
+import { MEMORY_STATE_REFUSAL } from '../approvals/index.js';
 import { AuditLog } from '../audit/index.js';
-import { loadGatewayConfig, type ConfigResult } from '../gateway/config.js';
+import { jsonText, terminalText } from '../display/index.js';
+import { loadGatewayConfig, type ConfigResult } from '../config/gateway.js';
 import { formatIssue } from '../policy/index.js';
 import { defaultStateDsn, openState, StateError, toolgateHome, type StateStore } from '../state/index.js';
 
@@ -51,17 +53,51 @@ export function stateDsn(flags: StateFlags): string {
 }
 
 export function auditFile(flags: StateFlags): string {
-  return resolve(flags.audit ?? stateConfig(flags)?.value.audit ?? process.env.TOOLGATE_AUDIT ?? join(toolgateHome(), 'audit.db'));
+  return resolve(flags.audit ?? stateConfig(flags)?.value.audit?.path ?? process.env.TOOLGATE_AUDIT ?? join(toolgateHome(), 'audit.db'));
 }
 
-/** Opens a state store; a DSN it cannot open is a one-line usage error. */
-export function openStateOrFail(dsn: string): StateStore {
+/**
+ * Opens a state store and waits until it answers: a DSN it cannot open, or a store it cannot
+ * reach (Redis: at the first connection error, at the latest after the DSN's timeout), is one
+ * line naming the DSN without its password, exit 2. A `memory:` store is refused (exit 2) unless
+ * `memoryOk` (serve, run): a state command on it would act on a throwaway copy and report success.
+ */
+export async function openStateOrFail(dsn: string, opts: { memoryOk?: boolean } = {}): Promise<StateStore> {
+  if (!opts.memoryOk && isMemoryDsn(dsn)) throw new CliError(MEMORY_STATE_REFUSAL);
+  let state: StateStore;
   try {
-    return openState(dsn);
+    state = openState(dsn);
   } catch (err) {
     if (err instanceof StateError) throw new CliError(err.message);
     throw err;
   }
+  try {
+    await state.connect?.();
+  } catch (err) {
+    await state.close();
+    throw new CliError(`${(err as Error).message}: check that it runs and the state DSN (--state, -c or TOOLGATE_STATE)`);
+  }
+  if (state.kind === 'redis') openedRedis = state.health?.().detail;
+  return state;
+}
+
+export function isMemoryDsn(dsn: string): boolean {
+  return dsn === 'memory:' || dsn === 'memory';
+}
+
+/** The Redis a command opened (host:port/db), for the one line a lost connection becomes. */
+let openedRedis: string | undefined;
+
+/**
+ * A Redis client's error that reached the top of a command (the connection dropped after it was
+ * opened), as one line without the client library's wording; undefined for any other error.
+ */
+export function stateFailureLine(err: unknown): string | undefined {
+  if (!openedRedis || !(err instanceof Error)) return undefined;
+  if (err.name === 'MaxRetriesPerRequestError' || /^Connection is closed|^Command timed out|^Stream isn't writeable|ECONNREFUSED|ECONNRESET/.test(err.message)) {
+    return `Redis at ${openedRedis} stopped answering (${err.name === 'MaxRetriesPerRequestError' ? 'the connection was lost' : err.message.replace(/\.$/, '')}): check that it runs, then run the command again`;
+  }
+  return err.message.startsWith('Redis at ') ? err.message : undefined;
 }
 
 /** The audit log for reading; it must exist already. */
@@ -71,8 +107,24 @@ export function openAudit(flags: StateFlags): AuditLog {
   return new AuditLog(file);
 }
 
+/**
+ * Every line a command prints for people goes through here: untrusted names, labels, arguments
+ * and reasons cannot move the cursor, erase a line or reorder text (control, invisible and bidi
+ * characters are shown as escapes). Line breaks are kept, so a line that shows values from
+ * outside is built with `oneLine` (display/), which escapes a newline inside a value too.
+ */
+export function say(text: string): void {
+  process.stdout.write(terminalText(text));
+}
+
+/** JSON for machines and people: the same JSON, with invisible characters as \\u escapes. */
 export function printJson(value: unknown): void {
-  process.stdout.write(JSON.stringify(value, null, 2) + '\n');
+  process.stdout.write(jsonText(JSON.stringify(value, null, 2)) + '\n');
+}
+
+/** One JSON line (JSON Lines), as `printJson` escapes it. */
+export function printJsonLine(value: unknown): void {
+  process.stdout.write(jsonText(JSON.stringify(value)) + '\n');
 }
 
 /** "90s", "15m", "1h", "7d" → milliseconds. */
@@ -86,6 +138,12 @@ export function parseSince(text: string): number {
 export type ConfigStateFlags = StateFlags;
 
 /** The state store and audit log a command works on: --state/--audit, the config's (-c), or TOOLGATE_HOME's. */
-export function stores(flags: StateFlags): { state: StateStore; audit: AuditLog } {
-  return { state: openStateOrFail(stateDsn(flags)), audit: new AuditLog(auditFile(flags)) };
+export async function stores(flags: StateFlags): Promise<{ state: StateStore; audit: AuditLog }> {
+  const state = await openStateOrFail(stateDsn(flags));
+  try {
+    return { state, audit: new AuditLog(auditFile(flags)) };
+  } catch (err) {
+    await state.close();
+    throw err;
+  }
 }

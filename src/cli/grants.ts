@@ -1,17 +1,19 @@
 import type { Command } from 'commander';
 import type { AuditLog } from '../audit/index.js';
-import { Grants } from '../gateway/grants.js';
-import { CliError, parseSince, printJson, stateOptions, stores, type StateFlags } from './common.js';
+import { oneLine } from '../display/index.js';
+import { Grants, serversOf } from '../grants/grants.js';
+import { CliError, parseSince, printJson, stateFailureLine, stateOptions, stores, type StateFlags, say } from './common.js';
 
 interface GrantFlags extends StateFlags { json?: boolean }
 
 async function withGrants<T>(flags: GrantFlags, fn: (g: Grants, audit: AuditLog) => Promise<T>): Promise<T> {
-  const { state, audit } = stores(flags);
+  const { state, audit } = await stores(flags);
   try {
     return await fn(new Grants(state.grants), audit);
   } catch (err) {
     if (err instanceof CliError) throw err;
-    throw new CliError((err as Error).message, 1);
+    const lost = stateFailureLine(err);
+    throw lost ? new CliError(lost) : new CliError((err as Error).message, 1);
   } finally {
     audit.close();
     await state.close();
@@ -31,28 +33,28 @@ export function registerGrants(program: Command): void {
   const grants = program.command('grants').description('credentials for the gateway: create, list, rotate, revoke');
 
   common(grants.command('create').description('a new grant; its token is printed once')
-    .requiredOption('--server <name>', 'the server it opens')
+    .requiredOption('--server <name>', 'a server it opens; repeat for a grant on several servers (one agent across them)', (v: string, all: string[] = []) => [...all, v])
     .requiredOption('--label <label>', 'who or what uses it, e.g. ci-runner')
     .option('--policy <file>', 'a policy that replaces the server\'s for this grant')
     .option('--tags <list>', 'comma-separated tags (for conditions on grant.tags)', '')
     .option('--expires <duration>', 'e.g. 30d, 12h'))
-    .action((flags: GrantFlags & { server: string; label: string; policy?: string; tags: string; expires?: string }) => withGrants(flags, async (g, audit) => {
+    .action((flags: GrantFlags & { server: string[]; label: string; policy?: string; tags: string; expires?: string }) => withGrants(flags, async (g, audit) => {
       const { grant, token } = await g.create({
-        server: flags.server, label: flags.label, policy: flags.policy,
+        server: flags.server[0], servers: flags.server.slice(1), label: flags.label, policy: flags.policy,
         tags: flags.tags ? flags.tags.split(',').map((t) => t.trim()).filter(Boolean) : [],
         expiresInMs: flags.expires === undefined ? undefined : expiry(flags.expires),
       });
       audit.append({ kind: 'grant', server: grant.server, grant: grant.label, message: `created ${grant.id}` });
       if (flags.json) printJson({ ...grant, token });
-      else process.stdout.write(`${grant.id} ${grant.label} for ${grant.server}${grant.expiresAt ? `, expires ${grant.expiresAt}` : ''}\ntoken (shown once): ${token}\n`);
+      else say(oneLine`${grant.id} ${grant.label} for ${serversOf(grant).join(', ')}${grant.expiresAt ? `, expires ${grant.expiresAt}` : ''}` + `\ntoken (shown once): ${token}\n`);
     }));
 
   common(grants.command('list').description('every grant, without tokens'))
     .action((flags: GrantFlags) => withGrants(flags, async (g) => {
       const all = await g.list();
       if (flags.json) printJson(all);
-      else if (all.length === 0) process.stdout.write('no grants: toolgate grants create --server S --label L\n');
-      else for (const x of all) process.stdout.write(`${x.id}  ${x.label.padEnd(16)} ${x.server.padEnd(16)} ${x.revokedAt ? `revoked ${x.revokedAt}` : x.expiresAt ? `expires ${x.expiresAt}` : 'active'}${x.tags.length ? `  [${x.tags.join(', ')}]` : ''}\n`);
+      else if (all.length === 0) say('no grants: toolgate grants create --server S --label L\n');
+      else for (const x of all) say(oneLine`${x.id}  ${x.label.padEnd(16)} ${serversOf(x).join(',').padEnd(16)} ${x.revokedAt ? `revoked ${x.revokedAt}` : x.expiresAt ? `expires ${x.expiresAt}` : 'active'}${x.tags.length ? `  [${x.tags.join(', ')}]` : ''}` + '\n');
     }));
 
   common(grants.command('rotate').description('a new token for a grant; the old one stops working at once').argument('<id-or-label>').option('--server <name>'))
@@ -60,7 +62,7 @@ export function registerGrants(program: Command): void {
       const { grant, token } = await g.rotate(idOrLabel, flags.server);
       audit.append({ kind: 'grant', server: grant.server, grant: grant.label, message: `rotated ${grant.id}` });
       if (flags.json) printJson({ ...grant, token });
-      else process.stdout.write(`${grant.id} rotated\ntoken (shown once): ${token}\n`);
+      else say(`${grant.id} rotated\ntoken (shown once): ${token}\n`);
     }));
 
   common(grants.command('revoke').description('revoke a grant; it is refused from the next request').argument('<id-or-label>').option('--server <name>'))
@@ -68,6 +70,6 @@ export function registerGrants(program: Command): void {
       const grant = await g.revoke(idOrLabel, flags.server);
       audit.append({ kind: 'grant', server: grant.server, grant: grant.label, message: `revoked ${grant.id}` });
       if (flags.json) printJson(grant);
-      else process.stdout.write(`${grant.id} revoked\n`);
+      else say(`${grant.id} revoked\n`);
     }));
 }

@@ -3,14 +3,17 @@ import { Command, CommanderError } from 'commander';
 import { collectJournals, sharedJournalDir } from '../audit/journal.js';
 import { registerApprovals } from './approvals.js';
 import { registerAudit } from './audit.js';
+import { jsonText, terminalText } from '../display/index.js';
+import { maskArgs } from '../secrets/credentials.js';
 import { DatabaseFileError } from '../state/index.js';
-import { CliError } from './common.js';
+import { CliError, stateFailureLine } from './common.js';
 import { registerKillSwitch } from './kill-switch.js';
 import { registerPolicy } from './policy.js';
 import { registerGrants } from './grants.js';
 import { registerRisk } from './risk.js';
 import { registerRun } from './run.js';
 import { registerServe } from './serve.js';
+import { registerState } from './state.js';
 import { registerStatus } from './status.js';
 
 /** The version in package.json, which `npm install -g` and `npm pack` publish. */
@@ -35,6 +38,7 @@ export function buildProgram(): Command {
   registerGrants(program);
   registerApprovals(program);
   registerStatus(program);
+  registerState(program);
   const override = (cmd: Command): void => { cmd.exitOverride(); cmd.commands.forEach(override); };
   program.commands.forEach(override);
   return program;
@@ -50,15 +54,27 @@ function collectDeadJournals(): void {
   }
 }
 
+/**
+ * Toolgate's own command line, as `ps` shows it to every local user and /proc/PID/cmdline to its
+ * upstreams, with its credentials masked (`--state redis://:PASSWORD@…`, a server's `--api-key=…`
+ * after `run --`): on Linux and macOS the process title overwrites the arguments in place.
+ */
+function maskOwnCommandLine(argv: string[]): void {
+  const shown = maskArgs(argv.slice(2));
+  if (shown.found.length === 0) return;
+  try { process.title = ['toolgate', ...shown.value].join(' '); } catch { /* a platform without process titles */ }
+}
+
 /** Parses and runs one command. Returns the exit code: 0 ok, 1 the checked thing failed, 2 usage or environment error. */
 export async function main(argv: string[]): Promise<number> {
+  maskOwnCommandLine(argv);
   collectDeadJournals();
   const program = buildProgram();
   // With --json (before any `--`), an error is one JSON line too: {"error": "...", "code": N}.
   const end = argv.indexOf('--');
   const json = argv.slice(2, end < 0 ? undefined : end).includes('--json');
   const fail = (message: string, code: number): number => {
-    process.stderr.write(json ? JSON.stringify({ error: message, code }) + '\n' : `toolgate: ${message}\n`);
+    process.stderr.write(json ? jsonText(JSON.stringify({ error: message, code })) + '\n' : `toolgate: ${terminalText(message)}\n`);
     return code;
   };
   if (json) {
@@ -78,6 +94,8 @@ export async function main(argv: string[]): Promise<number> {
     }
     if (err instanceof CliError) return fail(err.message, err.code);
     if (err instanceof DatabaseFileError) return fail(err.message, 2);
+    const lost = stateFailureLine(err);
+    if (lost) return fail(lost, 2);
     const fsError = err as NodeJS.ErrnoException;
     if (typeof fsError.path === 'string' && fsError.code) {
       return fail(`cannot use ${fsError.path} (${fsError.code}): check that it is a writable folder, or set TOOLGATE_HOME to one`, 2);

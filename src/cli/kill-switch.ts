@@ -1,7 +1,8 @@
 import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
 import { AuditLog } from '../audit/index.js';
-import { auditFile, CliError, openStateOrFail, printJson, stateConfig, stateDsn, stateOptions, type StateFlags } from './common.js';
+import { oneLine } from '../display/index.js';
+import { auditFile, CliError, openStateOrFail, printJson, stateConfig, stateDsn, stateOptions, type StateFlags, say } from './common.js';
 
 /**
  * A switch for a server nobody runs stops nothing. Where the servers are known (-c) an unknown
@@ -33,18 +34,22 @@ export function registerKillSwitch(program: Command): void {
     .action(async (what: string, flags: StateFlags & { server?: string; reason?: string; json?: boolean }) => {
       if (!['on', 'off', 'status'].includes(what)) throw new CliError('kill-switch takes on, off or status');
       if (flags.server !== undefined && what === 'on') checkServerName(flags.server, flags);
-      const state = openStateOrFail(stateDsn(flags));
+      const state = await openStateOrFail(stateDsn(flags));
       const scope = flags.server ?? '*';
-      if (what !== 'status') {
-        await state.flags.setKillSwitch(scope, what === 'on', flags.reason);
-        const audit = new AuditLog(auditFile(flags));
-        audit.append({ kind: 'kill_switch', server: flags.server, decision: undefined, message: `${what}${flags.reason ? `: ${flags.reason}` : ''}` });
-        audit.close();
+      let all;
+      try {
+        if (what !== 'status') {
+          await state.flags.setKillSwitch(scope, what === 'on', flags.reason);
+          const audit = new AuditLog(auditFile(flags));
+          audit.append({ kind: 'kill_switch', server: flags.server, decision: undefined, message: `${what}${flags.reason ? `: ${flags.reason}` : ''}` });
+          audit.close();
+        }
+        all = await state.flags.listKillSwitches();
+      } finally {
+        await state.close();
       }
-      const all = await state.flags.listKillSwitches();
-      await state.close();
       if (flags.json) printJson(all);
-      else if (all.length === 0) process.stdout.write('kill switch off everywhere\n');
-      else for (const s of all) process.stdout.write(`${s.scope === '*' ? 'all servers' : s.scope}: ${s.on ? 'ON' : 'off'} since ${s.at}${s.reason ? ` (${s.reason})` : ''}\n`);
+      else if (all.length === 0) say('kill switch off everywhere\n');
+      else for (const s of all) say(oneLine`${s.scope === '*' ? 'all servers' : s.scope}: ${s.on ? 'ON' : 'off'} since ${s.at}${s.reason ? ` (${s.reason})` : ''}` + '\n');
     });
 }

@@ -1,7 +1,9 @@
 import type { Command } from 'commander';
 import { durationMs } from '../engine/index.js';
 import { createLogger } from '../log.js';
+import { passthroughProblem } from '../proxy/methods.js';
 import { runProxy, RunError, type UpstreamSpec } from '../proxy/run.js';
+import { MODERN_VERSION, type UpstreamProtocol } from '../proxy/upstream-modern-wire.js';
 import { StateError } from '../state/index.js';
 import { auditFile, CliError, stateDsn } from './common.js';
 import { parseHeaders, parseUrl } from './source.js';
@@ -19,7 +21,11 @@ interface RunFlags {
   name?: string;
   json?: boolean;
   callTimeout: string;
+  passthroughMethod: string[];
+  protocol: string;
 }
+
+const PROTOCOLS = ['auto', 'legacy', MODERN_VERSION] as const;
 
 function positiveDuration(text: string, flag: string): number {
   let ms = NaN;
@@ -28,7 +34,7 @@ function positiveDuration(text: string, flag: string): number {
   return ms;
 }
 
-function parseHeader(text: string, all: string[]): string[] {
+function collect(text: string, all: string[]): string[] {
   return [...all, text];
 }
 
@@ -44,10 +50,12 @@ export function registerRun(program: Command): void {
     .option('--shadow', 'decide and log, but forward every call')
     .option('--fail-open', 'allow limited calls when the state store fails (default: deny them)')
     .option('--upstream <url>', 'a Streamable HTTP (or SSE) MCP server instead of a command')
-    .option('--header <header>', "header for the upstream, 'Name: value' (repeatable)", parseHeader, [])
+    .option('--header <header>', "header for the upstream, 'Name: value' (repeatable)", collect, [])
     .option('--name <server>', 'server name used in counters, conditions and the audit log')
     .option('--json', "JSON only: the server's own stderr lines become log entries too (logs are JSON lines on stderr)")
+    .option('--passthrough-method <method>', 'forward this method too, besides those the MCP specification defines (repeatable; never a look-alike of tools/call or tools/list)', collect, [])
     .option('--call-timeout <duration>', 'how long a tools/call may wait for its answer before it is cancelled (progress restarts the wait), e.g. 30s, 5m', '5m')
+    .option('--protocol <era>', `the MCP era to speak to the server: auto (try ${MODERN_VERSION}, fall back to the 2025 revisions), legacy, or ${MODERN_VERSION}`, 'auto')
     .argument('[command...]', 'the MCP server command and its arguments, after --')
     .passThroughOptions()
     .action(async (command: string[], flags: RunFlags) => {
@@ -59,7 +67,12 @@ export function registerRun(program: Command): void {
         if (command.length === 0) throw new CliError('nothing to run: give the server command after --, e.g. toolgate run -p policy.json -- npx -y @modelcontextprotocol/server-everything');
         upstream = { command: command[0], args: command.slice(1) };
       }
+      if (!(PROTOCOLS as readonly string[]).includes(flags.protocol)) throw new CliError(`--protocol takes ${PROTOCOLS.join(', ')} (got "${flags.protocol}")`);
       const callTimeoutMs = positiveDuration(flags.callTimeout, '--call-timeout');
+      for (const method of flags.passthroughMethod) {
+        const problem = passthroughProblem(method);
+        if (problem) throw new CliError(`--passthrough-method ${problem}`);
+      }
       try {
         const code = await runProxy({
           policyFile: flags.policy,
@@ -73,6 +86,8 @@ export function registerRun(program: Command): void {
           serverName: flags.name,
           logStderr: flags.json,
           callTimeoutMs,
+          passthroughMethods: flags.passthroughMethod,
+          protocol: flags.protocol as UpstreamProtocol,
           log: createLogger(),
         });
         await new Promise<void>((r) => process.stdout.write('', () => r()));

@@ -3,7 +3,8 @@ import { Catalog } from '../risk/catalog.js';
 import type { Source } from '../risk/source.js';
 import { join } from 'node:path';
 import { toolgateHome } from '../state/index.js';
-import { CliError, stateConfig, type StateFlags } from './common.js';
+import { clientEnv, configSecrets, OwnSecrets, secretLeak, serveEnv } from '../upstream-env/index.js';
+import { CliError, stateConfig, stateDsn, type StateFlags } from './common.js';
 
 export interface SourceFlags extends StateFlags {
   upstream?: string;
@@ -51,8 +52,17 @@ function configuredSource(name: string, flags: SourceFlags): Source {
   const missing = (config.unresolved ?? []).find((u) => u.pointer.startsWith(`/servers/${name.replace(/~/g, '~0').replace(/\//g, '~1')}/`));
   if (missing) throw new CliError(`server "${name}" in ${flags.config} needs ${missing.pointer}: ${missing.message}`);
   const s = config.value.servers[name];
+  // As serve would start it: refused where serve would refuse it, with the environment serve gives it.
+  const secrets = configSecrets({ ...config.value, admin: { token: config.skippedAdminToken } }, stateDsn(flags));
+  const leak = secretLeak(name, s, secrets);
+  if (leak) throw new CliError(`${leak} (${flags.config})`);
   if ('url' in s) return { kind: 'url', url: s.url, headers: { ...s.headers, ...parseHeaders(flags.header) } };
-  return { kind: 'command', command: s.command, args: s.args, env: { ...process.env, ...s.env }, cwd: s.cwd };
+  return { kind: 'command', command: s.command, args: s.args, env: serveEnv(s), cwd: s.cwd };
+}
+
+/** A server a person names on the command line runs with their environment, as under toolgate run: without toolgate's own secrets. */
+function personsEnv(flags: SourceFlags): Record<string, string> {
+  return clientEnv(new OwnSecrets().addOwnVars(process.env).addDsn('--state', flags.state));
 }
 
 export function resolveSource(command: string[], flags: SourceFlags, what = 'a server'): Source {
@@ -65,9 +75,12 @@ export function resolveSource(command: string[], flags: SourceFlags, what = 'a s
     const record = catalog().find(flags.server);
     if (!record) throw new CliError(`no server named "${flags.server}" in the catalog: record it first with toolgate record -- COMMAND or --upstream URL`);
     const o = record.identity.origin;
+    if (o.masked) {
+      throw new CliError(`the catalog's record of "${flags.server}" has its credentials masked, so it cannot be started from there: name it with -- COMMAND, --upstream URL, or --server NAME -c toolgate.yaml`);
+    }
     if (o.kind === 'url') return { kind: 'url', url: o.url!, headers: parseHeaders(flags.header) };
     const [cmd, ...args] = o.commandLine!.split(' ');
-    return { kind: 'command', command: cmd, args };
+    return { kind: 'command', command: cmd, args, env: personsEnv(flags) };
   }
-  return { kind: 'command', command: command[0], args: command.slice(1) };
+  return { kind: 'command', command: command[0], args: command.slice(1), env: personsEnv(flags) };
 }

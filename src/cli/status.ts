@@ -1,10 +1,12 @@
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { replay, type AuditLog, type AuditRow } from '../audit/index.js';
+import { oneLine } from '../display/index.js';
 import { formatIssue, loadPolicyFile } from '../policy/index.js';
 import type { Policy } from '../policy/schema.js';
 import { openState, StateError, type FleetInstance } from '../state/index.js';
-import { CliError, openAudit, parseSince, printJson, stateConfig, stateDsn, stateOptions, type StateFlags } from './common.js';
+import { MEMORY_STATE_REFUSAL } from '../approvals/index.js';
+import { auditFile, CliError, isMemoryDsn, openAudit, parseSince, printJson, stateConfig, stateDsn, stateFailureLine, stateOptions, type StateFlags, say } from './common.js';
 
 interface ReplayFlags extends StateFlags { policy: string; since: string; server?: string; json?: boolean }
 
@@ -39,43 +41,51 @@ export function registerStatus(program: Command): void {
     .description('running toolgate instances, calls per minute, top denials, the kill switch'))
     .option('--json', 'print JSON only')
     .action(async (flags: StateFlags & { json?: boolean }) => {
+      const dsn = stateDsn(flags);
+      if (isMemoryDsn(dsn)) throw new CliError(MEMORY_STATE_REFUSAL);
       const log = openAudit(flags);
       const summary = log.summary();
       log.close();
-      let killSwitch: unknown[] = [];
+      // null: not known (the store could not be opened or read), never shown as "off".
+      let killSwitch: unknown[] | null = null;
       let fleet: FleetInstance[] | undefined;
       let stateProblem: string | undefined;
       try {
-        const state = openState(stateDsn(flags));
+        const state = openState(dsn);
         try {
+          await state.connect?.();
           killSwitch = (await state.flags.listKillSwitches()).filter((k) => k.on);
           fleet = await state.fleet?.instances();
         } catch (err) {
-          stateProblem = (err as Error).message;
+          stateProblem = stateFailureLine(err) ?? (err as Error).message;
         }
-        await state.close();
+        await state.close().catch(() => {});
       } catch (err) {
         if (!(err instanceof StateError)) throw err;
+        stateProblem = err.message;
       }
       if (flags.json) return printJson({ ...summary, killSwitch, ...(fleet ? { fleet } : {}), ...(stateProblem ? { stateProblem } : {}) });
       const out: string[] = [];
       if (fleet) {
         out.push(fleet.length ? `fleet: ${fleet.length} live instance${fleet.length === 1 ? '' : 's'} on the shared state` : 'fleet: no live instance on the shared state');
-        for (const i of fleet) out.push(`  ${i.instance}  ${i.listen}  ${i.servers.join(', ') || '-'}  ${i.sessions} sessions, up since ${i.startedAt}, last seen ${i.lastSeen}`);
+        for (const i of fleet) out.push(oneLine`  ${i.instance}  ${i.listen}  ${i.servers.join(', ') || '-'}  ${i.sessions} sessions, up since ${i.startedAt}, last seen ${i.lastSeen}` + (i.generation === 'lost' ? '  STATE LOST: refusing limited calls until toolgate state reset-ack' : ''));
       }
-      if (stateProblem) out.push(`state store: ${stateProblem}`);
-      out.push(summary.instances.length ? 'instances (running toolgate run and serve processes):' : 'no toolgate run or serve is running');
-      for (const i of summary.instances) out.push(`  ${i.instance}  started ${i.started}  ${i.servers.join(', ') || '-'}  ${i.calls} calls in 15 min${i.lastSeen ? `, last seen ${i.lastSeen}` : ''}`);
+      if (stateProblem) out.push(oneLine`state store: ${stateProblem}`);
+      // With a fleet listed above, what follows comes from one audit log only (each instance keeps its own): say so.
+      const audited = fleet ? oneLine` writing to ${auditFile(flags)}` : '';
+      out.push(summary.instances.length ? `instances (running toolgate run and serve processes${audited}):` : `no toolgate run or serve is running${audited}`);
+      for (const i of summary.instances) out.push(oneLine`  ${i.instance}  started ${i.started}  ${i.servers.join(', ') || '-'}  ${i.calls} calls in 15 min${i.lastSeen ? `, last seen ${i.lastSeen}` : ''}`);
       if (summary.stopped.length) out.push('stopped in the last 15 min:');
-      for (const i of summary.stopped) out.push(`  ${i.instance}  ${i.stopped ? `stopped ${i.stopped}` : 'died without stopping'}`);
-      out.push('calls in the last minute:');
+      for (const i of summary.stopped) out.push(oneLine`  ${i.instance}  ${i.stopped ? `stopped ${i.stopped}` : 'died without stopping'}`);
+      out.push(fleet ? oneLine`calls in the last minute (in ${auditFile(flags)}; each instance keeps its own audit log):` : 'calls in the last minute:');
       if (summary.callsLastMinute.length === 0) out.push('  none');
-      for (const c of summary.callsLastMinute) out.push(`  ${c.server ?? '-'}: ${c.calls} (${c.denied} denied)`);
+      for (const c of summary.callsLastMinute) out.push(oneLine`  ${c.server ?? '-'}: ${c.calls} (${c.denied} denied)`);
       out.push('top denials in the last hour:');
       if (summary.topDenialsLastHour.length === 0) out.push('  none');
-      for (const d of summary.topDenialsLastHour) out.push(`  ${String(d.count).padStart(5)}  ${d.server ?? '-'} ${d.tool} ${d.rule}`);
-      out.push(killSwitch.length ? `kill switch ON: ${(killSwitch as { scope: string }[]).map((k) => (k.scope === '*' ? 'all servers' : k.scope)).join(', ')}` : 'kill switch off');
-      process.stdout.write(out.join('\n') + '\n');
+      for (const d of summary.topDenialsLastHour) out.push(oneLine`  ${String(d.count).padStart(5)}  ${d.server ?? '-'} ${d.tool} ${d.rule}`);
+      if (!killSwitch) out.push('kill switch: unknown (state store unreachable)');
+      else out.push(killSwitch.length ? oneLine`kill switch ON: ${(killSwitch as { scope: string }[]).map((k) => (k.scope === '*' ? 'all servers' : k.scope)).join(', ')}` : 'kill switch off');
+      say(out.join('\n') + '\n');
     });
 
   stateOptions(program
@@ -101,11 +111,11 @@ export function registerStatus(program: Command): void {
       }
       const changes = await replay(rows, loaded.policy, loaded.hash);
       if (flags.json) return printJson({ servers: chosen.servers, basis: chosen.basis, examined: rows.length, changed: changes });
-      process.stdout.write(`replaying calls to ${chosen.servers.join(', ') || 'no server'} (${chosen.basis}; choose with --server)\n`);
-      process.stdout.write(`${rows.length} past calls examined, ${changes.length} decided differently under ${flags.policy}\n`);
+      say(`replaying calls to ${chosen.servers.join(', ') || 'no server'} (${chosen.basis}; choose with --server)\n`);
+      say(`${rows.length} past calls examined, ${changes.length} decided differently under ${flags.policy}\n`);
       for (const c of changes) {
-        process.stdout.write(`${c.ts} ${c.server ?? '-'} ${c.grant ?? '-'} ${c.tool}: ${c.before.decision} (${c.before.rule}) → ${c.after.decision} (${c.after.rule})${c.argsKnown ? '' : ' [argument values were not recorded]'}\n`);
+        say(oneLine`${c.ts} ${c.server ?? '-'} ${c.grant ?? '-'} ${c.tool}: ${c.before.decision} (${c.before.rule}) → ${c.after.decision} (${c.after.rule})` + `${c.argsKnown ? '' : ' [argument values were not recorded]'}\n`);
       }
-      if (changes.some((c) => !c.argsKnown)) process.stdout.write('Rows without argument values were decided as if the arguments were empty; record them with --audit-args (run) or audit_args: true (a server in toolgate.yaml), secrets masked.\n');
+      if (changes.some((c) => !c.argsKnown)) say('Rows without argument values were decided as if the arguments were empty; record them with --audit-args (run) or audit_args: true (a server in toolgate.yaml), secrets masked.\n');
     });
 }

@@ -5,6 +5,7 @@ import { compileAll, type Predicate } from './conditions.js';
 import { globToRegExp, isGlob } from './glob.js';
 import { skeleton } from './names.js';
 import { CounterKeys, windowSeconds } from './windows.js';
+import { compileFlows, type CompiledFlowRule } from '../flows/rule.js';
 
 export interface CompiledRule {
   pointer: string;
@@ -35,6 +36,8 @@ export interface CompiledEntry {
   approveIf: CompiledRule[];
   approval: ApprovalSettings;
   limits: CompiledLimit[];
+  /** The flow roles the policy gives the tool (`flow:`), replacing the classifier's; absent: the classifier decides. */
+  flow?: readonly string[];
   /** The entry's checks followed by all_tools', joined once at compile time. */
   checks: { require: CompiledRule[]; denyIf: CompiledRule[]; limits: CompiledLimit[] };
 }
@@ -81,12 +84,15 @@ export interface ApprovalSettings {
   via: string[];
   mode: 'hold' | 'retry';
   validForMs: number;
+  /** Pending approvals one grant may have at once (`approval.max_pending`). */
+  maxPending: number;
 }
 
 const DEFAULT_VIA = ['dashboard', 'cli', 'api', 'webhook'];
+export const DEFAULT_MAX_PENDING = 20;
 
-function approvalSettings(a: ToolEntry['approval']): ApprovalSettings {
-  return { timeoutMs: durationMs(a?.timeout ?? '5m'), via: a?.via ?? DEFAULT_VIA, mode: a?.mode ?? 'hold', validForMs: durationMs(a?.valid_for ?? '10m') };
+export function approvalSettings(a: ToolEntry['approval']): ApprovalSettings {
+  return { timeoutMs: durationMs(a?.timeout ?? '5m'), via: a?.via ?? DEFAULT_VIA, mode: a?.mode ?? 'hold', validForMs: durationMs(a?.valid_for ?? '10m'), maxPending: a?.max_pending ?? DEFAULT_MAX_PENDING };
 }
 
 /** `matchUndecided`: what a numeric comparison on a value that is not a plain number counts as (fail closed). */
@@ -141,6 +147,7 @@ function compileEntry(key: string, e: ToolEntry): Omit<CompiledEntry, 'checks'> 
     approveIf: approveRules(e.approve_if, [...at, 'approve_if']),
     approval: approvalSettings(e.approval),
     limits: limits(e.limits, [...at, 'limits']),
+    ...(e.flow ? { flow: e.flow } : {}),
   };
 }
 
@@ -154,6 +161,8 @@ export class CompiledPolicy {
   readonly default: Policy['default'];
   readonly mode: Policy['mode'];
   readonly pinsOnChange: 'warn' | 'block';
+  /** Data-flow rules (SPEC 11), in policy order. */
+  readonly flows: CompiledFlowRule[];
   readonly allTools: { require: CompiledRule[]; denyIf: CompiledRule[]; limits: CompiledLimit[] };
   /** What an unlisted tool gets under default allow: all_tools' checks only. */
   private readonly defaultEntry: CompiledEntry | null;
@@ -166,10 +175,19 @@ export class CompiledPolicy {
   private readonly skeletonHide: Glob<string[]>[];
   private readonly cache = new Map<string, Lookup>();
 
-  constructor(readonly policy: Policy, readonly hash: string) {
+  /**
+   * Set when no policy file was given: `recommended`, toolgate's recommended policy for the tools
+   * the server listed; `pending`, the deny-all that stands in until the server's tools are known.
+   * Denials then say how to write a policy instead of "add it under tools in the policy".
+   */
+  readonly origin?: 'recommended' | 'pending';
+
+  constructor(readonly policy: Policy, readonly hash: string, origin?: 'recommended' | 'pending') {
+    this.origin = origin;
     this.default = policy.default;
     this.mode = policy.mode;
     this.pinsOnChange = policy.pins?.on_change ?? 'warn';
+    this.flows = compileFlows(policy.flows ?? [], durationMs);
     const all = policy.all_tools;
     this.allTools = {
       require: rules(all?.require ?? [], ['all_tools', 'require'], false),
@@ -214,6 +232,13 @@ export class CompiledPolicy {
     if (this.cache.size >= LOOKUP_CACHE_MAX) this.cache.clear();
     this.cache.set(name, result);
     return result;
+  }
+
+  /** What the policy does with `name` when its definition is poisoned: its entry's poisoned, else the policy's, else warn. */
+  poisonedFor(name: string): 'hide' | 'warn' | 'allow' {
+    const { entry } = this.lookup(name);
+    const own = entry && Object.hasOwn(this.policy.tools, entry.key) ? this.policy.tools[entry.key].poisoned : undefined;
+    return own ?? this.policy.poisoned ?? 'warn';
   }
 
   isHidden(name: string): boolean {

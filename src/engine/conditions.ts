@@ -8,7 +8,12 @@ import { isPrivateAddress } from './private-address.js';
 export interface CallContext {
   tool: string;
   args: Record<string, unknown>;
-  grant: { label: string; tags: readonly string[] };
+  /**
+   * Who calls. `id` is what `scope: grant` limits count under (labels are for people and need not
+   * be unique: an OAuth client or an identity provider chooses them); without one (toolgate run,
+   * policy test), the label is the identity.
+   */
+  grant: { id?: string; label: string; tags: readonly string[] };
   session: { id: string; client?: string };
   server: { name: string };
   /** Milliseconds since the epoch. */
@@ -203,6 +208,16 @@ export function compileCondition(c: Condition, unknownAs: boolean): Predicate {
     const results = out.map(test);
     return results.includes(UNKNOWN) ? unknownAs : results.includes(true);
   };
+}
+
+/**
+ * Compiles one condition into a test of a value the caller found (a result's text, size, …):
+ * `MISSING` for none. Same operators and rules as compileCondition.
+ */
+export function compileValueCondition(c: Condition, unknownAs: boolean): (value: unknown) => boolean {
+  if (c.op === 'exists') { const want = c.value !== false; return (a) => (a !== MISSING) === want; }
+  const test = compileOp(c);
+  return (a) => a !== MISSING && (test(a) ?? unknownAs);
 }
 
 /** All conditions must hold; an empty list always holds. `unknownAs`: see compileCondition. */

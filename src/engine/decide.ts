@@ -1,7 +1,8 @@
-import { KILLED, type Charge, type CounterStore, type FlagStore } from '../state/types.js';
-import type { ApprovalSettings, CompiledEntry, CompiledLimit, CompiledPolicy } from './compile.js';
+import { KILLED, STATE_LOST, type Charge, type CounterStore, type FlagStore } from '../state/types.js';
+import { approvalSettings, type ApprovalSettings, type CompiledEntry, type CompiledLimit, type CompiledPolicy } from './compile.js';
 import { plainNumber } from '../policy/check.js';
 import { getPath, MISSING, type CallContext } from './conditions.js';
+import { judgeFlows, type FlowHint } from '../flows/rule.js';
 
 export type Verdict = 'allow' | 'deny' | 'approve';
 
@@ -24,8 +25,26 @@ export interface DecideHints {
   aliases?: readonly string[];
   /** The tool's definition differs from its pin, or it was never pinned on a pinned server. */
   pinChanged?: boolean;
+  /**
+   * The listed definition of the tool, or of an advertised tool whose name looks like it, has
+   * hide-level poisoning findings (src/poison): which tool, and their summary. Denied when the
+   * policy says poisoned: hide for either name (the strictest spelling wins, as with aliases).
+   */
+  poisoned?: { tool: string; findings: string };
   /** A human approved this exact call: step 8 is passed, every other step (limits too) still applies. */
   approved?: boolean;
+  /**
+   * The call's limits were taken when it was first sent (a retry that continues it, MCP
+   * 2026-07-28 input_required): every step still applies, but nothing is reserved again.
+   */
+  charged?: boolean;
+  /**
+   * Judged, not charged: every step up to the limits, none taken (input sent to a running task,
+   * whose call was charged when it was made).
+   */
+  uncharged?: boolean;
+  /** The tool's flow roles and what its agent touched (src/flows): the policy's `flows` rules apply. */
+  flow?: FlowHint;
 }
 
 export interface EngineOptions {
@@ -137,9 +156,17 @@ export class Engine {
     return !similar.some((e) => e?.action === 'deny');
   }
 
+  /** Why a tool without an entry is denied, and what to do: it depends on whether a policy file was given. */
+  private defaultDenial(tool: string): string {
+    const write = 'To decide for yourself, write the recommended policy to a file (toolgate policy recommend -- SERVER COMMAND… > policy.json), edit it, and use it with toolgate run -p policy.json (or policy: in the gateway configuration).';
+    if (this.policy.origin === 'pending') return `No policy file was given, and toolgate has not been able to list this server's tools yet, so its recommended policy denies "${tool}" for now. ${write}`;
+    if (this.policy.origin === 'recommended') return `No policy file was given, and toolgate's recommended policy for this server has no rule for "${tool}", so it is denied. ${write}`;
+    return `The policy has no entry for "${tool}" and denies what it does not list (default: deny). To allow it, add "${tool}": {} under "tools" in the policy.`;
+  }
+
   private judge(ctx: CallContext, hidden: string | null, entry: CompiledEntry | null): Evaluation {
     if (hidden) return { verdict: 'deny', rule: hidden, message: `Tool "${ctx.tool}" is not available.`, entry: null };
-    if (!entry) return { verdict: 'deny', rule: '(default)', message: `The policy has no entry for "${ctx.tool}" and denies what it does not list (default: deny). To allow it, add "${ctx.tool}": {} under "tools" in the policy.`, entry: null };
+    if (!entry) return { verdict: 'deny', rule: '(default)', message: this.defaultDenial(ctx.tool), entry: null };
     if (entry.action === 'deny') {
       return { verdict: 'deny', rule: `${entry.pointer}/action`, message: entry.onDeny ?? `Tool "${ctx.tool}" is blocked by policy.`, entry };
     }
@@ -174,7 +201,7 @@ export class Engine {
           return deny(l.pointer, `This call needs ${l.increment.path} as a non-negative number in plain decimal digits (it counts against the "${l.counter}" limit).`);
         }
       }
-      const slot = l.keys.slot(ctx.server.name, ctx.grant.label, ctx.session.id, ctx.now);
+      const slot = l.keys.slot(ctx.server.name, ctx.grant.id ?? ctx.grant.label, ctx.session.id, ctx.now);
       out[i] = { key: slot.key, amount, max: l.max, expiresAt: slot.start + slot.window.ms, window: slot.window, local: slot.local };
     }
     return out;
@@ -219,11 +246,22 @@ export class Engine {
     if (hints.pinChanged && this.policy.pinsOnChange === 'block') {
       return deny('(pin)', `The definition of "${ctx.tool}" changed since it was pinned (or it is new); an operator must review and accept it with toolgate pin --accept.`);
     }
+    if (hints.poisoned && (this.policy.poisonedFor(ctx.tool) === 'hide' || this.policy.poisonedFor(hints.poisoned.tool) === 'hide')) {
+      return deny('(poisoned)', `"${ctx.tool}" is hidden: its definition carries text aimed at the model rather than the user (${hints.poisoned.findings}). An operator can review it with toolgate record, or set poisoned: warn for it in the policy.`);
+    }
     const enforced = !this.shadow;
-    const e = this.evaluate(ctx, aliases);
+    let e = this.evaluate(ctx, aliases);
+    // Step 7b (SPEC 11): a data-flow rule, after the entry's deny steps and with its approval step; deny beats approve.
+    const flow = e.verdict !== 'deny' && hints.flow && this.policy.flows.length ? judgeFlows(this.policy.flows, ctx.tool, hints.flow, ctx.now) : null;
+    if (flow && (flow.verdict === 'deny' || !hints.approved)) {
+      const rule = this.policy.flows[flow.index];
+      e = { ...e, verdict: flow.verdict, rule: flow.rule, message: flow.message, approval: rule.approval ? approvalSettings(rule.approval) : e.entry?.approval ?? approvalSettings(undefined) };
+    }
     if (e.verdict !== 'allow' && !(e.verdict === 'approve' && hints.approved)) {
       return { verdict: e.verdict, rule: e.rule, message: e.message, retryAfterSeconds: null, enforced, charges: NO_CHARGES, approval: e.approval };
     }
+    if (hints.charged) return { verdict: 'allow', rule: e.rule, retryAfterSeconds: null, enforced, charges: NO_CHARGES };
+    if (hints.uncharged) return { verdict: e.verdict, rule: e.rule, message: e.message, retryAfterSeconds: null, enforced, charges: NO_CHARGES };
     const limits = this.limitsOf(e);
     const charges = this.charges(limits, ctx);
     if (!Array.isArray(charges)) return { ...charges, enforced };
@@ -253,6 +291,8 @@ export class Engine {
   private reserved(failed: number, { charges, limits, rule, enforced }: Reservation, ctx: CallContext): Decision {
     if (failed === -1) return { verdict: 'allow', rule, retryAfterSeconds: null, enforced, charges };
     if (failed === KILLED) return killSwitchDenial();
+    // Not a store that is down (fail_open does not apply): one that answers with counters gone, so counting from zero would hand limits back.
+    if (failed === STATE_LOST) return { ...deny('(state-lost)', 'Limits cannot be checked: the shared state store lost its counters (flushed or evicted), so limited calls are refused until an operator acknowledges it with toolgate state reset-ack. The call was not forwarded.'), enforced };
     const limit = limits[failed];
     const retry = Math.max(1, Math.ceil((charges[failed].expiresAt - ctx.now) / 1000));
     const what = limit.increment ? `a total of ${limit.max}` : `${limit.max} call${limit.max === 1 ? '' : 's'}`;

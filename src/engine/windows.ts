@@ -21,7 +21,7 @@ const SLOTS_MAX = 10_000;
 
 /**
  * The counter keys of one limit, made once per scope and once per window instead of on every
- * call: a call finds its slot by the scope's own strings (the server name, the grant label or
+ * call: a call finds its slot by the scope's own strings (the server name, the grant id or
  * the session id, each already a string), and a key string is built only when a window starts.
  * A key is `counter␟seconds␟scope…␟windowStart`, so limits with the same counter, window and
  * scope share one count.
@@ -30,7 +30,7 @@ export class CounterKeys {
   private readonly prefix: string;
   private readonly ms: number;
   private global?: CounterSlot;
-  /** server → (grant label | session id | '' for the server scope) → slot. */
+  /** server → (grant id | session id | '' for the server scope) → slot. */
   private readonly scoped = new Map<string, Map<string, CounterSlot>>();
   private size = 0;
 

@@ -7,7 +7,7 @@ import { formatIssue, parsePolicyText, type LoadResult, type PolicyIssue } from 
 import { classifyTools, recommendPolicy } from '../risk/index.js';
 import { compileObject } from '../proxy/recommended.js';
 import { AdminError, own, send } from './admin-http.js';
-import type { GatewayConfig, ServerConfig } from './config.js';
+import type { GatewayConfig, ServerConfig } from '../config/gateway.js';
 import type { Listings } from './listings.js';
 
 export interface PolicyDeps {

@@ -8,14 +8,16 @@ import { toolgateHome, type StateStore } from '../state/index.js';
 import { AdminError, own, send, since } from './admin-http.js';
 import { handlePolicies, type PolicyDeps } from './admin-policies.js';
 import { handleServers, type ServerDeps } from './admin-servers.js';
-import type { GatewayConfig } from './config.js';
-import { ApprovalApiError, handleApprovalsApi } from './approvals-api.js';
-import type { Grants } from './grants.js';
+import type { GatewayConfig } from '../config/gateway.js';
+import { ApprovalApiError, handleApprovalsApi, type AuthenticatedAs } from './approvals-api.js';
+import type { Grants } from '../grants/grants.js';
 
 export interface AdminDeps extends PolicyDeps, ServerDeps {
   state: StateStore;
   grants: Grants;
   approvals: Approvals;
+  /** How the request authenticated: the admin token or the dashboard's session (the channel its decisions are recorded under). */
+  authenticatedAs?: AuthenticatedAs;
 }
 
 export { AdminError };
@@ -42,16 +44,20 @@ export async function handleAdmin(req: IncomingMessage, res: ServerResponse, url
   if (path === '/api/servers' && method === 'GET') {
     return send(res, 200, Object.entries(deps.config().servers).map(([name, s]) => ({
       name, kind: 'url' in s ? 'url' : 'command', auth: s.auth, policy: s.policy ?? '(recommended)', sessions: deps.sessions(name),
+      policyProblem: (s.policy && deps.policyProblem?.(s.policy)) || null,
     })));
   }
   if (path === '/api/grants' && method === 'GET') return send(res, 200, await deps.grants.list());
   if (path === '/api/grants' && method === 'POST') {
-    if (typeof input.server !== 'string' || typeof input.label !== 'string' || !input.label.trim()) throw new AdminError(400, 'a grant needs "server" and "label" strings');
-    if (!own(deps.config().servers, input.server)) throw new AdminError(400, `no server named "${input.server}"`);
+    // A multi-server grant: "servers": ["a", "b"] (with or without "server", which comes first).
+    if (input.servers !== undefined && !(Array.isArray(input.servers) && input.servers.length > 0 && input.servers.every((x: unknown) => typeof x === 'string'))) throw new AdminError(400, '"servers" must be a non-empty list of server names');
+    const servers = [...(typeof input.server === 'string' ? [input.server] : []), ...((input.servers as string[] | undefined) ?? [])];
+    if (servers.length === 0 || typeof input.label !== 'string' || !input.label.trim()) throw new AdminError(400, 'a grant needs "server" (or "servers") and a "label" string');
+    for (const name of servers) if (!own(deps.config().servers, name)) throw new AdminError(400, `no server named "${name}"`);
     const tags = Array.isArray(input.tags) ? input.tags.map(String) : [];
     const expiresInMs = typeof input.expires === 'string' ? since(input.expires) : undefined;
     if (expiresInMs === 0) throw new AdminError(400, 'expires takes a duration above 0, such as 30d or 12h');
-    const { grant, token } = await deps.grants.create({ server: input.server, label: input.label, tags, policy: typeof input.policy === 'string' ? input.policy : undefined, expiresInMs });
+    const { grant, token } = await deps.grants.create({ server: servers[0], servers: servers.slice(1), label: input.label, tags, policy: typeof input.policy === 'string' ? input.policy : undefined, expiresInMs });
     deps.audit.append({ kind: 'grant', server: grant.server, grant: grant.label, message: `created ${grant.id} (api)` });
     return send(res, 201, { ...grant, token });
   }
@@ -101,7 +107,7 @@ export async function handleAdmin(req: IncomingMessage, res: ServerResponse, url
     const text = q.get('search') ?? '';
     const needle = text.toLowerCase();
     // Each record with the tools whose names match, so a search for a tool name shows its breakdown.
-    return send(res, 200, new Catalog(join(toolgateHome(), 'catalog')).search(text).map((r) => ({
+    return send(res, 200, (await new Catalog(join(toolgateHome(), 'catalog')).searchVerified(text, deps.state.pins)).map((r) => ({
       slug: Catalog.slug(r), ...recordSummary(r),
       matches: needle ? r.tools.filter((t) => t.name.toLowerCase().includes(needle)).map((t) => ({ name: t.name, category: t.classification.category, risk: t.classification.risk, verdict: t.verdict })) : [],
     })));
@@ -110,7 +116,7 @@ export async function handleAdmin(req: IncomingMessage, res: ServerResponse, url
   if (path.startsWith('/api/policies/') && await handlePolicies(res, path, method, input, deps)) return;
   try {
     if (path === '/api/approvals' || path.startsWith('/api/approvals/')) {
-      if (await handleApprovalsApi(req, res, path, url, input, deps.approvals)) return;
+      if (await handleApprovalsApi(req, res, path, url, input, deps.approvals, deps.authenticatedAs)) return;
     }
   } catch (err) {
     if (err instanceof ApprovalApiError) throw new AdminError(err.status, err.message);

@@ -1,11 +1,22 @@
+import { timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { ApprovalError, approvalView, type Approvals, type Channel } from '../approvals/index.js';
+import { ApprovalError, approvalView, signature, SIGNATURE_HEADER, TIMESTAMP_HEADER, type Approvals, type Channel } from '../approvals/index.js';
 import type { Approval, ApprovalStatus } from '../state/types.js';
 import { send } from './admin-http.js';
 
 const STATUSES: readonly ApprovalStatus[] = ['pending', 'approved', 'denied', 'timeout', 'used', 'unused'];
 const API_CHANNELS: readonly Channel[] = ['api', 'dashboard', 'webhook'];
 const KEEP_ALIVE_MS = 15_000;
+/** How far a webhook receiver's signed decision may be from this clock. */
+const WEBHOOK_SKEW_S = 300;
+
+/** How the request to the admin API authenticated: the admin token (`api`) or the dashboard's own session cookie. */
+export type AuthenticatedAs = 'api' | 'dashboard';
+
+/** What a webhook receiver signs to decide as `webhook`: `<timestamp>.<approve|deny>.<approval id>`. */
+export function webhookDecisionSignature(secret: string, timestamp: string, verb: 'approve' | 'deny', id: string): string {
+  return signature(secret, timestamp, `${verb}.${id}`);
+}
 
 export class ApprovalApiError extends Error {
   constructor(readonly status: number, message: string) {
@@ -20,11 +31,36 @@ function approver(channel: Channel, by: unknown): string {
 }
 
 /**
+ * The channel a decision is recorded under is the one that authenticated, never one the caller
+ * names: the admin token decides as `api`, the dashboard's session cookie as `dashboard`. `webhook`
+ * (the receiver of the approval webhook answering) takes the admin token plus proof that the
+ * caller holds the webhook's secret: `X-Toolgate-Timestamp` (Unix seconds, within 5 minutes) and
+ * `X-Toolgate-Signature: v1=<hex HMAC-SHA256 of "<timestamp>.<approve|deny>.<id>">`.
+ */
+async function checkChannel(req: IncomingMessage, via: Channel, authenticatedAs: AuthenticatedAs, id: string, verb: 'approve' | 'deny', approvals: Approvals): Promise<void> {
+  if (via === authenticatedAs) return;
+  const means = authenticatedAs === 'api' ? 'the admin token' : 'the dashboard\'s session';
+  if (via !== 'webhook' || authenticatedAs !== 'api') {
+    throw new ApprovalApiError(403, `via: ${via} cannot be claimed: a decision made with ${means} is recorded as ${authenticatedAs}`);
+  }
+  const approval = await approvals.store.get(id.toLowerCase());
+  const hook = approval ? approvals.webhookOf(approval.server) : undefined;
+  const ts = req.headers[TIMESTAMP_HEADER];
+  const sig = req.headers[SIGNATURE_HEADER];
+  const fresh = typeof ts === 'string' && /^\d{1,12}$/.test(ts) && Math.abs(Date.now() / 1000 - Number(ts)) <= WEBHOOK_SKEW_S;
+  const expected = hook && typeof ts === 'string' ? Buffer.from(webhookDecisionSignature(hook.secret, ts, verb, id.toLowerCase())) : undefined;
+  const given = typeof sig === 'string' ? Buffer.from(sig) : undefined;
+  if (!hook || !fresh || !expected || !given || given.length !== expected.length || !timingSafeEqual(given, expected)) {
+    throw new ApprovalApiError(403, `via: webhook needs ${SIGNATURE_HEADER} (v1=HMAC-SHA256 with the server's webhook secret over "<timestamp>.${verb}.<id>") and a ${TIMESTAMP_HEADER} within 5 minutes; without them the admin token decides as api`);
+  }
+}
+
+/**
  * `GET /api/approvals[?status=&limit=]`, `GET /api/approvals/<id>`, `POST /api/approvals/<id>/approve|deny`
  * with `{reason?, via?, by?}`, and `GET /api/approvals/stream` (server-sent events). Shapes: docs/approvals.md.
  * Returns false when the path is not an approvals path.
  */
-export async function handleApprovalsApi(req: IncomingMessage, res: ServerResponse, path: string, url: URL, body: Record<string, unknown>, approvals: Approvals): Promise<boolean> {
+export async function handleApprovalsApi(req: IncomingMessage, res: ServerResponse, path: string, url: URL, body: Record<string, unknown>, approvals: Approvals, authenticatedAs: AuthenticatedAs = 'api'): Promise<boolean> {
   const method = req.method ?? 'GET';
   if (path === '/api/approvals' && method === 'GET') {
     const status = url.searchParams.get('status') ?? undefined;
@@ -51,8 +87,9 @@ export async function handleApprovalsApi(req: IncomingMessage, res: ServerRespon
       return true;
     }
     if (m[2] && method === 'POST') {
-      const via = (body.via ?? 'api') as Channel;
+      const via = (body.via ?? authenticatedAs) as Channel;
       if (!API_CHANNELS.includes(via)) throw new ApprovalApiError(400, `via is one of ${API_CHANNELS.join(', ')}`);
+      await checkChannel(req, via, authenticatedAs, id, m[2] as 'approve' | 'deny', approvals);
       if (body.reason !== undefined && typeof body.reason !== 'string') throw new ApprovalApiError(400, 'reason must be a string');
       const reason = typeof body.reason === 'string' ? body.reason.slice(0, 1000) : undefined;
       const decided = await approvals.decide(id, m[2] === 'approve', approver(via, body.by), via, reason);

@@ -1,5 +1,8 @@
+import { addressKey } from '../http/client-address.js';
+
 /** What a minute of failed attempts from one address at one target (a server, or the admin API) adds up to. */
 export interface FailureSummary {
+  /** The address as `addressKey` spells it (an IPv6 client: its /64). */
   address: string;
   /** A server name, or `admin`. */
   target: string;
@@ -25,7 +28,7 @@ export interface AuthFailuresOptions {
 }
 
 /**
- * Failed authentication by client address, for grants and the admin token alike. It slows
+ * Failed authentication by client address (an IPv6 client: its /64), for grants and the admin token alike. It slows
  * guessing without locking anyone out: a valid credential is never looked up here, so it works
  * from a throttled address too. Failures are reported once per address, target and window with
  * a count, so a flood of guesses costs the audit log one row a minute, not one per guess.
@@ -40,7 +43,8 @@ export class AuthFailures {
   }
 
   /** Counts a failed attempt; true when the address is over the limit (answer 429). */
-  failed(address: string, target: string, reason: string): boolean {
+  failed(from: string, target: string, reason: string): boolean {
+    const address = addressKey(from);
     let w = this.windows.get(address);
     if (!w) {
       w = { started: this.now(), count: 0, byTarget: new Map() };

@@ -1,12 +1,13 @@
 import { fetchListing, type Listing, type Source } from '../risk/source.js';
-import type { ServerConfig } from './config.js';
+import { serveEnv } from '../upstream-env/index.js';
+import type { ServerConfig } from '../config/gateway.js';
 
 const FRESH_MS = 10 * 60_000;
 
-/** How the gateway reaches a configured server to list it: its own command and environment, or its URL and headers. */
+/** How the gateway reaches a configured server to list it: its own command and environment (as its sessions get it), or its URL and headers. */
 export function sourceOf(server: ServerConfig): Source {
   return 'command' in server
-    ? { kind: 'command', command: server.command, args: server.args, env: { ...process.env, ...server.env } }
+    ? { kind: 'command', command: server.command, args: server.args, env: serveEnv(server), cwd: server.cwd }
     : { kind: 'url', url: server.url, headers: server.headers };
 }
 

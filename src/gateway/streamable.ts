@@ -1,29 +1,40 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import contentType from 'content-type';
 import { SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
+import { batchRefusal } from '../proxy/batches.js';
 import { idKey, isObject, isValidId, type Id, type Json } from '../proxy/messages.js';
-import { HttpError } from './http-errors.js';
+import { EventBudget, type EventHolder } from './event-budget.js';
+import { HttpError } from '../http/errors.js';
 
 /** What the gateway's sessions deliver to their client, whatever the HTTP transport. */
 export interface ClientChannel {
   /** `raw`: the message's exact JSON text when it came from the server unchanged. */
   send(message: Json, raw: string | undefined, related: Id | undefined): void;
+  /** A batch was accepted: a channel that answers batches as one message collects the answers of its requests. */
+  expectBatch?(batch: unknown[]): void;
   close(): void | Promise<void>;
+  /** Something is open that idling must not end (a modern client's subscriptions/listen stream). */
+  busy?(): boolean;
 }
 
 export interface StreamableOptions {
   sessionId: string;
   /** The SSE `retry` a client waits before reconnecting a dropped stream. */
   retryMs: number;
-  /** SSE events kept for clients that resume with Last-Event-ID. */
+  /** SSE events kept for clients that resume with Last-Event-ID, at most (also bounded in bytes by `budget`). */
   maxEvents: number;
+  /** Bytes of kept events, per session and across sessions; default: this session's own 1 MB budget. */
+  budget?: EventBudget;
   /**
    * An answer held this long becomes an SSE stream, and open streams get a comment this often,
    * so that a slow call keeps its connection alive through proxies that close silent ones.
    */
   holdMs?: number;
   keepAliveMs?: number;
-  onMessage(message: Json): void;
+  /** A message from the client, with the headers of the POST that carried it. */
+  onMessage(message: Json, headers: IncomingHttpHeaders): void;
+  /** The session's negotiated protocol version, which decides whether a batch is accepted. */
+  protocolVersion?(): string | undefined;
   /** The client hung up before the answer to this request. */
   onClientGone(id: Id): void;
   /** The client ended the session (HTTP DELETE). */
@@ -43,6 +54,14 @@ interface Exchange {
 }
 
 const STANDALONE = 'get';
+
+interface Kept { stream: string; seq: number; text?: string; bytes: number }
+
+/** The stream and sequence number of an event id this session gave out (`s3_7`, `get_9`). */
+function parseEventId(id: string): { stream: string; seq: number } | undefined {
+  const m = /^(get|s\d+)_(\d+)$/.exec(id);
+  return m ? { stream: m[1], seq: Number(m[2]) } : undefined;
+}
 
 export function isInitializeRequest(m: unknown): boolean {
   return isObject(m) && m.method === 'initialize' && Object.hasOwn(m, 'id');
@@ -84,11 +103,16 @@ export function checkContentType(req: IncomingMessage): void {
  * held until the server's first message about it: if that is the answer, it goes back as plain
  * JSON in one write; if the server first sends progress, a log message or a request of its own,
  * the answer becomes an SSE stream (with a priming event for clients that can resume). Server
- * messages about no request go to the GET stream. SSE events are kept, bounded, for Last-Event-ID.
+ * messages about no request go to the GET stream. SSE events are kept for Last-Event-ID only while
+ * a reconnect can still ask for them: a request stream's events go once its last answer was
+ * written and the response ended, the GET stream's once the client resumes after them; the rest
+ * is bounded by count and by bytes (per session and across sessions, see EventBudget).
  */
-export class StreamableSession implements ClientChannel {
+export class StreamableSession implements ClientChannel, EventHolder {
   private readonly exchanges = new Map<string, Exchange>();
-  private readonly events = new Map<string, { stream: string; text?: string }>();
+  private readonly events = new Map<string, Kept>();
+  private bytes = 0;
+  private readonly budget: EventBudget;
   private standalone?: ServerResponse;
   private protocolVersion = '2025-03-26';
   private seq = 0;
@@ -106,10 +130,22 @@ export class StreamableSession implements ClientChannel {
     this.sseHeaders = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', ...this.headers };
     this.holdMs = opts.holdMs ?? 2_000;
     this.keepAliveMs = opts.keepAliveMs ?? 15_000;
+    this.budget = opts.budget ?? new EventBudget(1024 * 1024, 1024 * 1024);
+  }
+
+  get bufferedBytes(): number {
+    return this.bytes;
+  }
+
+  /** Events kept for resumption (bookkeeping, for metrics and tests). */
+  get bufferedEvents(): number {
+    return this.events.size;
   }
 
   /** A POST whose headers passed `checkPostHeaders`, with its parsed body. */
   post(req: IncomingMessage, res: ServerResponse, body: unknown): void {
+    const refusal = Array.isArray(body) ? batchRefusal(body, this.opts.protocolVersion?.()) : null;
+    if (refusal) throw new HttpError(400, refusal, {}, -32600);
     const messages = Array.isArray(body) ? body : [body];
     if (messages.length === 0 || !messages.every(isMessage)) throw new HttpError(400, 'Parse error: Invalid JSON-RPC message', {}, -32700);
     const init = messages.find(isInitializeRequest);
@@ -125,7 +161,7 @@ export class StreamableSession implements ClientChannel {
     const requests = messages.filter(isRequest);
     if (requests.length === 0) {
       res.writeHead(202, this.headers).end();
-      for (const m of messages) this.opts.onMessage(m);
+      for (const m of messages) this.opts.onMessage(m, req.headers);
       return;
     }
     const keys = requests.map((m) => idKey(m.id as Id));
@@ -136,7 +172,7 @@ export class StreamableSession implements ClientChannel {
     for (const k of keys) this.exchanges.set(k, ex);
     this.beat();
     res.on('close', () => this.hungUp(ex, res));
-    for (const m of messages) this.opts.onMessage(m);
+    for (const m of messages) this.opts.onMessage(m, req.headers);
   }
 
   /** GET: the session's own SSE stream, or the rest of a dropped stream after Last-Event-ID. */
@@ -144,8 +180,8 @@ export class StreamableSession implements ClientChannel {
     if (!(req.headers.accept ?? '').includes('text/event-stream')) throw new HttpError(406, 'Not Acceptable: Client must accept text/event-stream');
     this.checkProtocolVersion(req);
     const last = req.headers['last-event-id'];
-    const resumed = typeof last === 'string' ? this.events.get(last) : undefined;
-    if (typeof last === 'string' && resumed) return this.resume(last, resumed.stream, res);
+    const resumed = typeof last === 'string' ? parseEventId(last) : undefined;
+    if (resumed && resumed.seq <= this.seq) return this.resume(resumed.seq, resumed.stream, res);
     if (this.standalone) throw new HttpError(409, 'Conflict: Only one SSE stream is allowed per session');
     this.openStream(res, STANDALONE);
     this.standalone = res;
@@ -189,6 +225,8 @@ export class StreamableSession implements ClientChannel {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.heartbeat);
+    for (const id of [...this.events.keys()]) this.drop(id);
+    this.budget.gone(this);
     this.standalone?.end();
     for (const ex of new Set(this.exchanges.values())) {
       if (ex.res.headersSent) ex.res.end();
@@ -253,6 +291,7 @@ export class StreamableSession implements ClientChannel {
     if (ex.stream !== undefined) return;
     ex.stream = `s${++this.seq}`;
     this.openStream(ex.res, ex.stream);
+    this.forgetWhenDelivered(ex, ex.res);
     for (const text of ex.answers.values()) if (text !== undefined) this.write(ex.res, this.store(ex.stream, text), text);
   }
 
@@ -264,10 +303,40 @@ export class StreamableSession implements ClientChannel {
   }
 
   private store(stream: string, text?: string): string {
-    const id = `${stream}_${++this.seq}`;
-    this.events.set(id, { stream, text });
-    if (this.events.size > this.opts.maxEvents) this.events.delete(this.events.keys().next().value!);
+    const seq = ++this.seq;
+    const id = `${stream}_${seq}`;
+    const bytes = text === undefined ? 0 : Buffer.byteLength(text);
+    this.events.set(id, { stream, seq, text, bytes });
+    this.bytes += bytes;
+    // Past the shared budget the largest holder gives up its oldest events; past its own, this session does.
+    this.budget.added(this, bytes);
+    while (this.events.size > this.opts.maxEvents || this.bytes > this.budget.perSession) this.evictOldest();
     return id;
+  }
+
+  evictOldest(): boolean {
+    const oldest = this.events.keys().next();
+    if (oldest.done) return false;
+    this.drop(oldest.value);
+    return true;
+  }
+
+  private drop(id: string): void {
+    const e = this.events.get(id);
+    if (!e) return;
+    this.events.delete(id);
+    this.bytes -= e.bytes;
+    this.budget.removed(e.bytes);
+  }
+
+  /** Events of this stream, or of the GET stream up to `seq`: nobody can ask for them again. */
+  private forget(stream: string, upTo = Infinity): void {
+    for (const [id, e] of this.events) if (e.stream === stream && e.seq <= upTo) this.drop(id);
+  }
+
+  /** Once a request stream's last answer has gone out and its response ended, its events are delivered. */
+  private forgetWhenDelivered(ex: Exchange, res: ServerResponse): void {
+    res.once('finish', () => { if (ex.unanswered === 0 && ex.stream !== undefined) this.forget(ex.stream); });
   }
 
   private write(res: ServerResponse, eventId: string, text: string): void {
@@ -275,16 +344,16 @@ export class StreamableSession implements ClientChannel {
     if (res === this.standalone) this.standaloneTouched = Date.now();
   }
 
-  /** Replays a stream's events after `lastId`; the stream continues here if it is still open. */
-  private resume(lastId: string, stream: string, res: ServerResponse): void {
+  /** Replays a stream's events after `lastSeq`; the stream continues here if it is still open. */
+  private resume(lastSeq: number, stream: string, res: ServerResponse): void {
     const ex = stream === STANDALONE ? undefined : [...this.exchanges.values()].find((e) => e.stream === stream);
     res.writeHead(200, this.sseHeaders);
-    let after = false;
     for (const [id, e] of this.events) {
-      if (after && e.stream === stream && e.text !== undefined) this.write(res, id, e.text);
-      if (id === lastId) after = true;
+      if (e.seq > lastSeq && e.stream === stream && e.text !== undefined) this.write(res, id, e.text);
     }
     if (stream === STANDALONE) {
+      // The client has everything up to lastSeq.
+      this.forget(STANDALONE, lastSeq);
       this.standalone?.end();
       this.standalone = res;
       res.on('close', () => { if (this.standalone === res) this.standalone = undefined; });
@@ -292,8 +361,11 @@ export class StreamableSession implements ClientChannel {
       const old = ex.res;
       ex.res = res;
       old.end();
+      this.forgetWhenDelivered(ex, res);
       res.on('close', () => this.hungUp(ex, res));
     } else {
+      // A finished stream, replayed: nothing more will come on it.
+      res.once('finish', () => this.forget(stream));
       res.end();
     }
   }

@@ -40,9 +40,24 @@ export function compileRegex(source: string): RE2JS {
   return RE2JS.compile(source);
 }
 
-function checkCondition(c: Condition, at: (string | number)[], out: PolicyIssue[]): void {
-  const parsed = parsePath(c.path);
-  if (typeof parsed === 'string') out.push({ pointer: pointerOf([...at, 'path']), message: parsed });
+/** The paths a result condition reads (SPEC section 11), besides the call's context paths. */
+export const RESULT_PATHS = ['result.text', 'result.structured', 'result.is_error', 'result.bytes'] as const;
+
+function resultPathError(path: string): string | undefined {
+  if ((RESULT_PATHS as readonly string[]).includes(path)) return undefined;
+  const parsed = parsePath(path);
+  if (typeof parsed !== 'string' && parsed.root === 'context') return undefined;
+  return `unknown result path "${path}": use ${RESULT_PATHS.join(', ')} or a context path (tool.name, grant.label, server.name, …)`;
+}
+
+function argsPathError(path: string): string | undefined {
+  const parsed = parsePath(path);
+  return typeof parsed === 'string' ? parsed : undefined;
+}
+
+function checkCondition(c: Condition, at: (string | number)[], out: PolicyIssue[], pathError = argsPathError): void {
+  const problem = pathError(c.path);
+  if (problem) out.push({ pointer: pointerOf([...at, 'path']), message: problem });
   const v = c.value;
   const vp = pointerOf([...at, 'value']);
   if (c.op === 'exists' || c.op === 'private_address') {
@@ -70,10 +85,10 @@ function checkCondition(c: Condition, at: (string | number)[], out: PolicyIssue[
 const list = (v: unknown): Record<string, unknown>[] =>
   Array.isArray(v) ? v.map((x) => (x && typeof x === 'object' ? (x as Record<string, unknown>) : {})) : [];
 
-function checkRules(rules: unknown, at: (string | number)[], out: PolicyIssue[]): void {
+function checkRules(rules: unknown, at: (string | number)[], out: PolicyIssue[], pathError = argsPathError): void {
   list(rules).forEach((rule, i) =>
     list(rule.conditions).forEach((c, j) => {
-      if (typeof c.path === 'string' && typeof c.op === 'string') checkCondition(c as Condition, [...at, i, 'conditions', j], out);
+      if (typeof c.path === 'string' && typeof c.op === 'string') checkCondition(c as Condition, [...at, i, 'conditions', j], out, pathError);
     }),
   );
 }
@@ -92,6 +107,13 @@ function checkSection(section: unknown, at: string[], out: PolicyIssue[]): void 
   const s = section as Record<string, unknown>;
   for (const key of ['require', 'deny_if', 'approve_if']) checkRules(s[key], [...at, key], out);
   checkLimits(s.limits, [...at, 'limits'], out);
+  checkResults(s.results, [...at, 'results'], out);
+}
+
+function checkResults(results: unknown, at: string[], out: PolicyIssue[]): void {
+  if (!results || typeof results !== 'object') return;
+  const r = results as Record<string, unknown>;
+  for (const key of ['deny_if', 'flag_if']) checkRules(r[key], [...at, key], out, resultPathError);
 }
 
 /**
@@ -106,5 +128,9 @@ export function checkPolicy(raw: unknown): PolicyIssue[] {
     for (const [name, entry] of Object.entries(doc.tools)) checkSection(entry, ['tools', name], out);
   }
   checkSection(doc.all_tools, ['all_tools'], out);
+  checkResults(doc.results, ['results'], out);
+  list(doc.flows).forEach((rule, i) => {
+    if (rule.then && typeof rule.then === 'object' && Object.keys(rule.then).length === 0) out.push({ pointer: pointerOf(['flows', i, 'then']), message: 'then names no role: e.g. {"egress": "approve"}' });
+  });
   return out;
 }

@@ -32,9 +32,34 @@ function locate(doc: Document, lines: LineCounter, path: readonly PropertyKey[],
   return { line: pos.line, column: pos.col };
 }
 
+type Issue = z.ZodError['issues'][number];
+
+/**
+ * The issues worth showing. A union none of whose options matched says only its own message —
+ * which hid a plain mistake inside the one option the value clearly is (a server with `command`
+ * whose `call_timeout: 2` lacks its unit read "a server needs either command … or url …"). So
+ * when exactly one option takes the value's shape (it neither rejects one of the value's keys
+ * nor its type), that option's own issues are shown instead, at their full paths.
+ */
+function shownIssues(issues: readonly Issue[], prefix: PropertyKey[] = []): Issue[] {
+  const out: Issue[] = [];
+  for (const issue of issues) {
+    const path = [...prefix, ...issue.path];
+    if (issue.code === 'invalid_union' && issue.errors.length > 1) {
+      const fitting = issue.errors.filter((option) => !option.some((i) => i.path.length === 0 && (i.code === 'unrecognized_keys' || i.code === 'invalid_type')));
+      if (fitting.length === 1) {
+        out.push(...shownIssues(fitting[0], path));
+        continue;
+      }
+    }
+    out.push({ ...issue, path } as Issue);
+  }
+  return out;
+}
+
 function zodIssues(error: z.ZodError, doc: Document, lines: LineCounter): PolicyIssue[] {
   const out: PolicyIssue[] = [];
-  for (const issue of error.issues) {
+  for (const issue of shownIssues(error.issues)) {
     if (issue.code === 'unrecognized_keys') {
       for (const key of issue.keys) {
         out.push({ pointer: pointerOf([...issue.path, key]), message: `unknown field "${key}"`, ...locate(doc, lines, issue.path, key) });

@@ -53,6 +53,51 @@ export const ApprovalSchema = z.strictObject({
   via: z.array(z.enum(APPROVAL_CHANNELS)).optional().describe('Channels that may approve; default all but client'),
   mode: z.enum(['hold', 'retry']).default('hold').describe('hold: the call waits; retry: it is denied at once with the approval id, and passes when made again after approval'),
   valid_for: DurationSchema.default('10m').describe('How long an approval waits for its call to be made again (after the client gave up, or in retry mode)'),
+  max_pending: z.number().int().positive().default(20).describe('Calls of one grant that may wait for approval at once; past it a new held call is denied at once'),
+});
+
+/** A condition on a tool's result (SPEC section 11): `result.text` (all text content, joined), `result.structured` (structuredContent as JSON), `result.is_error`, `result.bytes`, or a call's context path. */
+export const ResultConditionSchema = z.strictObject({
+  path: z.string().min(1).describe('result.text, result.structured, result.is_error, result.bytes, or tool.name, grant.label, grant.tags, session.id, session.client, server.name, time.hour_utc, time.weekday'),
+  op: z.enum(OPERATORS),
+  value: z.unknown().optional(),
+});
+
+export const ResultsSchema = z.strictObject({
+  redact: z.array(z.literal('secrets')).optional().describe('What to replace in results with a marker naming its kind; [] turns redaction off for a tool'),
+  max_bytes: z.number().int().positive().optional().describe('Most bytes (UTF-8) of text content a result may carry; past it text is cut with a marker, structuredContent dropped'),
+  on_oversize: z.enum(['truncate', 'deny']).optional().describe('truncate (default): cut text and drop structuredContent past max_bytes; deny: answer with an error result instead'),
+  deny_if: z.array(z.strictObject({
+    conditions: z.array(ResultConditionSchema).default([]),
+    on_deny: z.string().optional().describe('Message the agent reads instead of the result'),
+  })).optional(),
+  flag_if: z.array(z.strictObject({
+    conditions: z.array(ResultConditionSchema).default([]),
+    reason: z.string().optional().describe('Why the result is flagged, in the audit and the result'),
+  })).optional(),
+}).describe("What comes back from a tool (SPEC section 11): a tool's fields override the server's; results: {} keeps them");
+
+/**
+ * What happens to a tool whose definition carries text aimed at the model (SPEC 11, src/poison):
+ * hide removes it from tools/list and denies calls to it when a finding is hide-level; warn logs
+ * and audits every finding; allow does neither.
+ */
+export const PoisonedSchema = z.enum(['hide', 'warn', 'allow']);
+
+export const FLOW_ROLE_NAMES = ['private', 'untrusted', 'egress'] as const;
+export const FlowRoleSchema = z.enum(FLOW_ROLE_NAMES);
+
+/**
+ * A data-flow rule (SPEC 11): once the agent has touched every role in `after` (a call of such a
+ * tool forwarded and answered without error, within `window`), a call of a tool with a role under
+ * `then` is held for approval or denied.
+ */
+export const FlowRuleSchema = z.strictObject({
+  after: z.array(FlowRoleSchema).min(1).describe('Roles the agent must all have touched (private, untrusted, egress)'),
+  then: z.partialRecord(FlowRoleSchema, z.enum(['approve', 'deny'])).describe('What happens to a call of a tool with this role then, e.g. {"egress": "approve"}'),
+  window: DurationSchema.default('1h').describe('How long a touched role is remembered for this rule'),
+  on_deny: z.string().optional().describe('Message the agent reads, before the list of earlier calls'),
+  approval: ApprovalSchema.optional(),
 });
 
 export const ToolEntrySchema = z.strictObject({
@@ -64,6 +109,9 @@ export const ToolEntrySchema = z.strictObject({
   approve_if: z.array(ApproveRuleSchema).default([]),
   approval: ApprovalSchema.optional(),
   limits: z.array(LimitSchema).default([]),
+  results: ResultsSchema.optional(),
+  poisoned: PoisonedSchema.optional().describe('What to do when this tool\'s definition carries text aimed at the model (overrides the top-level poisoned)'),
+  flow: z.array(FlowRoleSchema).optional().describe('The tool\'s flow roles, replacing what the classifier found ([] for none)'),
 });
 
 export const AllToolsSchema = z.strictObject({
@@ -82,7 +130,10 @@ export const PolicySchema = z.strictObject({
   hide: z.array(z.string().min(1)).default([]),
   all_tools: AllToolsSchema.optional(),
   pins: z.strictObject({ on_change: z.enum(['warn', 'block']).default('warn') }).optional(),
+  poisoned: PoisonedSchema.optional().describe('Tools whose definitions carry text aimed at the model (hidden characters, instructions to ignore, conceal, read credentials or send data elsewhere): hide, warn (the default) or allow; a tool entry may override it'),
   tools: z.record(z.string().min(1), ToolEntrySchema).default({}),
+  results: ResultsSchema.optional().describe("What comes back from every tool of this server (SPEC section 11)"),
+  flows: z.array(FlowRuleSchema).default([]).describe('Data-flow rules across an agent\'s calls (SPEC 11), e.g. [{"after": ["private", "untrusted"], "then": {"egress": "approve"}}]'),
 });
 
 export type Policy = z.output<typeof PolicySchema>;
@@ -92,6 +143,8 @@ export type Limit = z.output<typeof LimitSchema>;
 export type Rule = z.output<typeof RuleSchema>;
 export type ApproveRule = z.output<typeof ApproveRuleSchema>;
 export type Condition = z.output<typeof ConditionSchema>;
+export type ResultsPolicy = z.output<typeof ResultsSchema>;
+export type FlowRule = z.output<typeof FlowRuleSchema>;
 
 export function policyJsonSchema(): Record<string, unknown> {
   const schema = z.toJSONSchema(PolicySchema, { io: 'input' }) as Record<string, unknown>;

@@ -10,6 +10,12 @@ export const PARSE_ERROR = -32700;
 export const INVALID_REQUEST = -32600;
 export const INVALID_PARAMS = -32602;
 export const INTERNAL_ERROR = -32603;
+/**
+ * Toolgate's own server error (JSON-RPC reserves -32000..-32099 for these): the gateway is
+ * stopping, so the request was refused before anything was forwarded; sending it again is safe.
+ */
+export const GATEWAY_RESTARTING = -32050;
+export const RESTARTING_DATA = { retryable: true, reason: 'restarting', retryAfterSeconds: 1 } as const;
 
 export function isObject(v: unknown): v is Json {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
@@ -24,44 +30,21 @@ export function idKey(id: Id): string {
   return typeof id === 'number' ? `n${id}` : `s${id}`;
 }
 
-export function errorResponse(id: Id | null, code: number, message: string): Json {
-  return { jsonrpc: '2.0', id, error: { code, message } };
+export function errorResponse(id: Id | null, code: number, message: string, data?: Json): Json {
+  return { jsonrpc: '2.0', id, error: { code, message, ...(data ? { data } : {}) } };
 }
 
 export const DECISION_META_KEY = 'dev.toolgate/decision';
 
 /** A denial is a normal tool result, so the agent can read the reason and act on it. */
-export function denialResult(id: Id, message: string, rule: string, retryAfterSeconds: number | null, extra?: Json): Json {
+export function denialResult(id: Id, message: string, rule: string, retryAfterSeconds: number | null, extra?: Json, prefix = '[POLICY DENIED]'): Json {
   return {
     jsonrpc: '2.0',
     id,
     result: {
       isError: true,
-      content: [{ type: 'text', text: `[POLICY DENIED] ${message}` }],
+      content: [{ type: 'text', text: `${prefix} ${message}` }],
       _meta: { [DECISION_META_KEY]: { rule, retryAfterSeconds, ...extra } },
     },
   };
-}
-
-/** Depth of a JSON value, walked iteratively so a hostile payload cannot overflow the stack. */
-export function depthExceeds(value: unknown, max: number): boolean {
-  const stack: [unknown, number][] = [[value, 1]];
-  while (stack.length > 0) {
-    const [v, d] = stack.pop()!;
-    if (v === null || typeof v !== 'object') continue;
-    if (d > max) return true;
-    for (const child of Array.isArray(v) ? v : Object.values(v)) if (child !== null && typeof child === 'object') stack.push([child, d + 1]);
-  }
-  return false;
-}
-
-const PLAIN_METHOD = /^[\x21-\x7e]+$/;
-/** Methods whose answer or effect toolgate polices; a look-alike spelling must never reach a lenient server. */
-const POLICED = new Set(['tools/call', 'tools/list']);
-
-/** Why a method name is refused, or null. MCP method names are plain ASCII. */
-export function badMethod(method: string): string | null {
-  if (!PLAIN_METHOD.test(method)) return 'method names must be printable ASCII without spaces';
-  if (!POLICED.has(method) && POLICED.has(method.toLowerCase())) return `method must be spelt exactly "${method.toLowerCase()}"`;
-  return null;
 }

@@ -7,10 +7,10 @@ import type { PolicySession } from './session.js';
 /** What applies before the server has listed its tools: nothing is callable yet. */
 export const PENDING_POLICY = { version: '1', default: 'deny' } as const;
 
-export function compileObject(policy: unknown): CompiledPolicy {
+export function compileObject(policy: unknown, origin?: 'recommended' | 'pending'): CompiledPolicy {
   const result = validatePolicyObject(policy);
   if (!result.ok) throw new Error(`internal error: the recommended policy is invalid at ${result.issues[0].pointer}: ${result.issues[0].message}`);
-  return new CompiledPolicy(result.policy, result.hash);
+  return new CompiledPolicy(result.policy, result.hash, origin);
 }
 
 /**
@@ -25,7 +25,7 @@ export function recommendedPolicyFeed(engine: Engine, serverName: string, sessio
     for (const t of page) if (t && typeof t === 'object' && typeof (t as ToolDefinition).name === 'string') tools.set((t as ToolDefinition).name, t as ToolDefinition);
     const list = [...tools.values()];
     const classified = classifyTools(list, { name: serverName, instructions: session().serverInstructions });
-    engine.setPolicy(compileObject(recommendPolicy(classified, list, serverName, opts)));
+    engine.setPolicy(compileObject(recommendPolicy(classified, list, serverName, opts), 'recommended'));
     const summary = CATEGORIES.map((c) => `${classified.filter((x) => x.category === c).length} ${c}`).join(', ');
     if (summary !== announced) {
       announced = summary;

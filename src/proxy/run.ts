@@ -2,20 +2,30 @@ import { randomUUID } from 'node:crypto';
 import { constants } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
-import { Approvals, cliHowTo } from '../approvals/index.js';
+import { Approvals, cliHowTo, unreachableHowTo } from '../approvals/index.js';
 import { AuditLog } from '../audit/index.js';
 import { CompiledPolicy, Engine } from '../engine/index.js';
 import type { Logger } from '../log.js';
 import { formatIssue, loadPolicyFile, watchPolicyFile } from '../policy/index.js';
+import { maskSecretSpans } from '../secrets/index.js';
 import { openState } from '../state/index.js';
+import { RequestStates } from '../input/request-state.js';
+import { startTelemetry } from '../telemetry/index.js';
+import { clientEnv, OwnSecrets } from '../upstream-env/index.js';
+import { ModernFront } from '../era/front.js';
+import { StdioEras } from '../era/stdio.js';
+import { BatchReplies } from './batches.js';
 import { readLines } from './lines.js';
 import { errorResponse, INVALID_REQUEST, type Json } from './messages.js';
 import { PinGuard } from './pins.js';
 import { compileObject, PENDING_POLICY, recommendedPolicyFeed } from './recommended.js';
-import { PolicySession } from './session.js';
-import { HttpUpstream } from './upstream-http.js';
+import { PolicySession, type SessionOptions } from './session.js';
+import { httpUpstream } from './upstream-modern-http.js';
+import { withEra } from './upstream-modern.js';
+import type { UpstreamProtocol } from './upstream-modern-wire.js';
 import { StdioUpstream } from './upstream-stdio.js';
 import type { Upstream } from './upstream.js';
+import { FlowTracker } from '../flows/tracker.js';
 
 export type UpstreamSpec = { command: string; args: string[] } | { url: string; headers: Record<string, string> };
 
@@ -34,6 +44,10 @@ export interface RunOptions {
   logStderr?: boolean;
   /** How long a forwarded tools/call may wait for its answer (default 5 minutes). */
   callTimeoutMs?: number;
+  /** Methods forwarded besides those the MCP revision in use defines (`--passthrough-method`). */
+  passthroughMethods?: string[];
+  /** Which MCP era to speak to the server: probe for 2026-07-28 and fall back (auto, the default), or one only. */
+  protocol?: UpstreamProtocol;
   log: Logger;
   stdin?: Readable;
   stdout?: Writable;
@@ -41,11 +55,14 @@ export interface RunOptions {
 
 export class RunError extends Error {}
 
-/** A stable name for the wrapped server: the npm package it runs, else the command, else the URL's host and path. */
+/**
+ * A stable name for the wrapped server: the npm package it runs, else the command, else the URL's
+ * host and path (a key some hosted servers take in the path masked: the name is logged and audited).
+ */
 export function deriveServerName(upstream: UpstreamSpec): string {
   if ('url' in upstream) {
     const u = new URL(upstream.url);
-    return `${u.host}${u.pathname === '/' ? '' : u.pathname}`;
+    return maskSecretSpans(`${u.host}${u.pathname === '/' ? '' : u.pathname}`).text;
   }
   for (const arg of [upstream.command, ...upstream.args]) {
     const installed = /node_modules\/((?:@[\w.-]+\/)?[\w.-]+)\//.exec(arg);
@@ -70,9 +87,17 @@ function loadCompiled(file: string): CompiledPolicy {
  */
 export async function runProxy(opts: RunOptions): Promise<number> {
   const { log } = opts;
-  const policy = opts.policyFile ? loadCompiled(opts.policyFile) : compileObject(PENDING_POLICY);
+  const policy = opts.policyFile ? loadCompiled(opts.policyFile) : compileObject(PENDING_POLICY, 'pending');
   const state = openState(opts.stateDsn);
-  const audit = new AuditLog(opts.auditFile, { onError: (message) => log.error(message) });
+  try {
+    await state.begin?.((level, message) => log[level](message));
+  } catch (err) {
+    await state.close();
+    throw new RunError((err as Error).message);
+  }
+  // Off unless OTEL_*_EXPORTER=otlp turns it on (run has no configuration file).
+  const telemetry = await startTelemetry(undefined, { warn: (m) => log.warn(m) });
+  const audit = new AuditLog(opts.auditFile, { onError: (message) => log.error(message), onEvent: telemetry?.logs ? (e) => telemetry.auditEvent(e) : undefined });
   const engine = new Engine({ policy, counters: state.counters, flags: state.flags, failOpen: opts.failOpen, shadow: opts.shadow });
   const serverName = opts.serverName ?? deriveServerName(opts.upstream);
   // The approve command printed for the person must reach this state from their own terminal.
@@ -81,7 +106,7 @@ export async function runProxy(opts: RunOptions): Promise<number> {
     store: state.approvals,
     audit,
     log,
-    howTo: cliHowTo(opts.stateDsn === plainDefault ? '' : `--state ${opts.stateDsn}`),
+    howTo: state.kind === 'memory' ? unreachableHowTo() : cliHowTo(opts.stateDsn === plainDefault ? '' : `--state ${opts.stateDsn}`),
     onHeld: (_a, notice) => { process.stderr.write(`toolgate: ${notice}\n`); },
   });
   const sessionId = randomUUID();
@@ -89,37 +114,73 @@ export async function runProxy(opts: RunOptions): Promise<number> {
   const stdout = opts.stdout ?? process.stdout;
 
   let upstream: Upstream;
+  let child: StdioUpstream | undefined;
   let exited: Promise<number>;
   // An HTTP upstream has no exit code: 0 when the client hung up, 1 when the server went away.
   let httpDone: (code: number) => void = () => {};
   if ('command' in opts.upstream) {
     const stderr = opts.logStderr ? log.child({ server: serverName, session: sessionId }) : 'inherit';
-    const child = new StdioUpstream({ command: opts.upstream.command, args: opts.upstream.args, env: process.env, log, stderr });
-    upstream = child;
-    exited = child.exited.then(({ code, signal }) => (signal ? 128 + (constants.signals[signal] ?? 0) : code ?? 0));
+    // The client's whole environment (its API keys arrive that way), without toolgate's own secrets.
+    const env = clientEnv(new OwnSecrets().addOwnVars(process.env).addDsn('the state DSN', opts.stateDsn));
+    const spec = opts.upstream;
+    const start = () => new StdioUpstream({ command: spec.command, args: spec.args, env, log, stderr });
+    // The exit code passed on is the current child's: one that died on the era probe was replaced.
+    let ended: (code: number) => void = () => {};
+    exited = new Promise((resolve) => { ended = resolve; });
+    const track = (c: StdioUpstream) => {
+      child = c;
+      void c.exited.then(({ code, signal }) => { if (child === c) ended(signal ? 128 + (constants.signals[signal] ?? 0) : code ?? 0); });
+    };
+    const first = start();
+    track(first);
+    upstream = withEra(opts.protocol ?? 'auto', first, log, { respawn: start, onRespawn: (t) => track(t as StdioUpstream) });
   } else {
-    upstream = new HttpUpstream({ url: new URL(opts.upstream.url), headers: opts.upstream.headers, log });
+    upstream = httpUpstream(opts.protocol ?? 'auto', new URL(opts.upstream.url), opts.upstream.headers, log);
     exited = new Promise((resolve) => { httpDone = resolve; });
   }
 
-  const session: PolicySession = new PolicySession({
+  // A batch (MCP 2025-03-26) is answered as one line holding the answers to its requests.
+  const replies = new BatchReplies((m, raw) => { stdout.write((raw ?? JSON.stringify(m)) + '\n'); });
+  // A 2026-07-28 client (decided by its first request) goes through the modern adapter.
+  const writeLine = (m: Json) => { stdout.write(JSON.stringify(m) + '\n'); };
+  const front = new ModernFront({ serverName, log, general: writeLine, passthroughMethods: opts.passthroughMethods });
+  const sessionOptions: SessionOptions = {
     engine,
     audit,
-    pins: new PinGuard(state.pins, serverName, log),
+    pins: new PinGuard(state.pins, serverName, log, {
+      source: 'command' in opts.upstream ? { kind: 'command', ...opts.upstream } : { kind: 'url', url: opts.upstream.url },
+      older: [serverName],
+    }),
     onToolsListed: opts.policyFile ? undefined : recommendedPolicyFeed(engine, serverName, () => session, log, { clientApproves: true }),
     approvals,
+    requestStates: new RequestStates(state.requestStates),
+    tasks: state.oauth,
+    telemetry: telemetry?.session({ sessionId, server: serverName, grant: opts.grant, transport: 'pipe' }),
+    // Under run the agent is the process (SPEC 11): another run of the same user is another agent.
+    flows: new FlowTracker(state.flows, log, `process:${sessionId}`),
     auditArgs: opts.auditArgs,
     callTimeoutMs: opts.callTimeoutMs,
     identity: { sessionId, serverName, grant: { label: opts.grant, tags: [] } },
     log,
-    toClient: (m, raw) => { stdout.write((raw ?? JSON.stringify(m)) + '\n'); },
+    passthroughMethods: opts.passthroughMethods,
+    onBatch: (batch) => replies.expect(batch),
+    toClient: (m, raw) => { if (sessionOptions.clientEra === 'modern') front.fromSession(m); else replies.deliver(m, raw); },
     toServer: (m: Json) => { upstream.send(m).catch((err: Error) => session.deliveryFailed(m, err)); },
+  };
+  const session: PolicySession = new PolicySession(sessionOptions);
+  front.attach(session);
+  const eras = new StdioEras({
+    front,
+    legacyLine: (line) => session.fromClientLine(line),
+    decided: (era) => { sessionOptions.clientEra = era; },
+    write: writeLine,
   });
   upstream.onmessage = (m, raw) => session.fromServer(m, raw);
   const previousOnClose = upstream.onclose;
   upstream.onclose = (reason) => {
     previousOnClose?.(reason);
     session.upstreamClosed(reason);
+    front.closed(reason);
     httpDone(1);
   };
 
@@ -141,14 +202,14 @@ export async function runProxy(opts: RunOptions): Promise<number> {
 
   readLines(
     stdin,
-    (line) => session.fromClientLine(line),
+    (line) => eras.line(line),
     () => stdout.write(JSON.stringify(errorResponse(null, INVALID_REQUEST, 'Message too large: it was dropped')) + '\n'),
   );
   const hangUp = (code: number) => upstream.close().then(() => httpDone(code));
   stdin.on('end', () => { void hangUp(0); });
 
   const forward = (signal: NodeJS.Signals) => {
-    if (upstream instanceof StdioUpstream) upstream.kill(signal);
+    if (child) child.kill(signal);
     else void hangUp(128 + (constants.signals[signal] ?? 0));
   };
   const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
@@ -162,5 +223,6 @@ export async function runProxy(opts: RunOptions): Promise<number> {
   await state.close();
   audit.append({ kind: 'stop', server: serverName, grant: opts.grant, message: `run exited (${code})` });
   audit.close();
+  await telemetry?.shutdown();
   return code;
 }

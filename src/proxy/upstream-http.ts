@@ -3,6 +3,7 @@ import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontex
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from 'pino';
+import { maskUrlsIn } from '../secrets/credentials.js';
 import type { Json } from './messages.js';
 import { NotDelivered, type Upstream } from './upstream.js';
 
@@ -51,7 +52,7 @@ export class HttpUpstream implements Upstream {
       if (this.initializeId !== undefined && 'id' in m && m.id === this.initializeId && 'result' in m) this.negotiated(m.result.protocolVersion);
       this.onmessage?.(m);
     };
-    t.onerror = (err) => this.opts.log.warn({ err: err.message }, 'upstream transport error');
+    t.onerror = (err) => this.opts.log.warn({ err: maskUrlsIn(err.message) }, 'upstream transport error');
     t.onclose = () => { if (!this.closing) this.onclose?.('the connection to the upstream server closed'); };
     return t;
   }
@@ -66,7 +67,10 @@ export class HttpUpstream implements Upstream {
   /** Sends in order; rejects with NotDelivered when the message certainly did not reach the server. */
   send(message: Json): Promise<void> {
     if (message.method === 'initialize' && message.id !== undefined) this.initializeId = message.id;
-    const sent = this.queue.then(() => this.deliver(message)).catch((err: Error) => { throw neverArrived(err) ? new NotDelivered(err.message) : err; });
+    const sent = this.queue.then(() => this.deliver(message)).catch((err: Error) => {
+      err.message = maskUrlsIn(err.message); // a URL's userinfo and query values are credentials
+      throw neverArrived(err) ? new NotDelivered(err.message) : err;
+    });
     this.queue = sent.catch(() => {});
     return sent;
   }

@@ -1,5 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import type { Readable, Writable } from 'node:stream';
 import type { Logger } from 'pino';
+import { escapeControls } from '../display/index.js';
 import { readLines } from './lines.js';
 import type { Json } from './messages.js';
 import { NotDelivered, type Upstream } from './upstream.js';
@@ -11,7 +13,10 @@ export interface StdioUpstreamOptions {
   env: NodeJS.ProcessEnv;
   cwd?: string;
   log: Logger;
-  /** Where the server's stderr goes: passed through raw (MCP clients expect that of a stdio server), or each line a log entry here. */
+  /**
+   * Where the server's stderr goes: passed through to toolgate's own (MCP clients expect that of a
+   * stdio server) with terminal controls escaped, or each line a log entry here.
+   */
   stderr?: 'inherit' | Logger;
 }
 
@@ -24,6 +29,25 @@ function startFailure(err: NodeJS.ErrnoException, command: string): string {
     case 'EAGAIN': return 'the system refused a new process (EAGAIN): too many processes';
     default: return err.message;
   }
+}
+
+/**
+ * A server's stderr on toolgate's own, which the user's terminal may show beside toolgate's
+ * notices: text and line breaks pass as they are, but escape sequences, C0 and C1 controls, a
+ * carriage return not ending a line, bidi and invisible characters are written as escapes, so a
+ * server cannot erase or rewrite toolgate's lines.
+ */
+export function passEscaped(from: Readable, to: Writable): void {
+  from.setEncoding('utf8');
+  let cr = false;
+  from.on('data', (chunk: string) => {
+    // A CR at the end of a chunk is written with the next one: only then is it known to end a line (CRLF).
+    let text = cr ? `\r${chunk}` : chunk;
+    cr = text.endsWith('\r');
+    if (cr) text = text.slice(0, -1);
+    to.write(text.split('\n').map((line) => (line.endsWith('\r') ? `${escapeControls(line.slice(0, -1), true)}\r` : escapeControls(line, true))).join('\n'));
+  });
+  from.on('end', () => { if (cr) to.write('\\r'); });
 }
 
 /** Process groups of children still running, killed if this process exits before closing them. */
@@ -51,7 +75,7 @@ export class StdioUpstream implements Upstream {
 
   constructor(opts: StdioUpstreamOptions) {
     const stderr = opts.stderr ?? 'inherit';
-    this.child = spawn(opts.command, opts.args, { env: opts.env, cwd: opts.cwd, stdio: ['pipe', 'pipe', stderr === 'inherit' ? 'inherit' : 'pipe'], detached: this.ownGroup });
+    this.child = spawn(opts.command, opts.args, { env: opts.env, cwd: opts.cwd, stdio: ['pipe', 'pipe', 'pipe'], detached: this.ownGroup });
     const pid = this.child.pid;
     if (this.ownGroup && pid !== undefined) groups.add(pid);
     let failed: (err: Error) => void = () => {};
@@ -76,7 +100,9 @@ export class StdioUpstream implements Upstream {
     // Without file descriptors (EMFILE) the pipes were never made: the 'error' event says why.
     if (!this.child.stdin || !this.child.stdout) return;
     this.child.stdin.on('error', () => { /* the exit handler reports a dead child */ });
-    if (stderr !== 'inherit' && this.child.stderr) {
+    if (stderr === 'inherit') {
+      if (this.child.stderr) passEscaped(this.child.stderr, process.stderr);
+    } else if (this.child.stderr) {
       const logLine = (line: string) => { if (line.trim()) stderr.info({ stream: 'stderr' }, line.replace(/\r$/, '')); };
       readLines(this.child.stderr, logLine, () => stderr.warn('the server wrote a stderr line over 64 KiB; it was dropped'), 64 * 1024);
     }

@@ -2,7 +2,7 @@ import { isAbsolute, join, resolve } from 'node:path';
 import { LocalFirstCounters } from './local-counters.js';
 import { openMemoryState } from './memory.js';
 import { openRedisState } from './redis.js';
-import { RedisDsnError } from './redis-dsn.js';
+import { isRedisDsn, RedisDsnError } from './redis-dsn.js';
 import { openSqliteState } from './sqlite.js';
 import { StateError } from './errors.js';
 import type { StateStore } from './types.js';
@@ -11,10 +11,12 @@ export type { Approval, ApprovalDecision, ApprovalStatus, ApprovalStore, Charge,
 export { openDatabase } from './sqlite.js';
 
 export { DatabaseFileError, StateError } from './errors.js';
+export { isRedisDsn } from './redis-dsn.js';
 
 /**
  * Opens the state store a DSN names: `memory:`, `sqlite:PATH` (relative to `base`), or a bare path
- * ending in .db, or Redis (`redis://` or `rediss://`), the store a fleet of gateways shares.
+ * ending in .db, or Redis (`redis://`, `rediss://`, or a cluster: `redis+cluster://`, `rediss+cluster://`),
+ * the store a fleet of gateways shares.
  */
 export function openState(dsn: string, base = process.cwd()): StateStore {
   if (dsn === 'memory:' || dsn === 'memory') return openMemoryState();
@@ -23,7 +25,7 @@ export function openState(dsn: string, base = process.cwd()): StateStore {
     if (!path) throw new StateError('sqlite state needs a path, e.g. sqlite:./state.db');
     return localFirst(openSqliteState(path === ':memory:' ? path : isAbsolute(path) ? path : resolve(base, path)));
   }
-  if (dsn.startsWith('redis://') || dsn.startsWith('rediss://')) {
+  if (isRedisDsn(dsn)) {
     try {
       return localFirst(openRedisState(dsn));
     } catch (err) {

@@ -1,5 +1,12 @@
 import type { Approval, ApprovalDecision, ApprovalStatus, ApprovalStore } from './types.js';
 
+const ENDED = new Set<ApprovalStatus>(['denied', 'timeout', 'used', 'unused']);
+
+/** When an ended approval last changed: its decision, its use, or the end of its validity. */
+export function endedAt(a: Approval): number {
+  return Math.max(a.decidedAt ?? 0, a.usedAt ?? 0, a.validUntil ?? 0);
+}
+
 /** Approvals in this process only (tests, `memory:` state). Single-threaded JS makes each transition atomic. */
 export class MemoryApprovalStore implements ApprovalStore {
   private readonly approvals = new Map<string, Approval>();
@@ -13,6 +20,12 @@ export class MemoryApprovalStore implements ApprovalStore {
     if (this.approvals.has(approval.id)) throw new Error(`approval ${approval.id} already exists`);
     this.approvals.set(approval.id, { ...approval });
     this.changed(approval);
+  }
+
+  createIfUnder(approval: Approval, max: number, now: number): boolean {
+    if (this.countPending(approval.grantId ?? approval.grant, now) >= max) return false;
+    this.create(approval);
+    return true;
   }
 
   get(id: string): Approval | null {
@@ -63,6 +76,25 @@ export class MemoryApprovalStore implements ApprovalStore {
       out.push({ ...a });
     }
     return out;
+  }
+
+  countPending(grant: string, now: number): number {
+    // by grant id (the label only for approvals made before ids): a label can be shared
+    let n = 0;
+    for (const a of this.approvals.values()) if ((a.grantId ?? a.grant) === grant && a.status === 'pending' && now < a.expiresAt) n++;
+    return n;
+  }
+
+  purge(before: number, limit: number): number {
+    let n = 0;
+    for (const [id, a] of this.approvals) {
+      if (n >= limit) break;
+      if (ENDED.has(a.status) && endedAt(a) < before) {
+        this.approvals.delete(id);
+        n++;
+      }
+    }
+    return n;
   }
 
   watch(listener: (a: Approval) => void): () => void {

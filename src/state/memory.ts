@@ -1,5 +1,7 @@
+import { MemoryFlowStore } from './flow-touches.js';
 import { MemoryApprovalStore } from './memory-approvals.js';
-import { KILLED, type Charge, type CounterStore, type FlagStore, type Grant, type GrantStore, type KillScope, type KillSwitchState, type OAuthStore, type PinStore, type StateStore } from './types.js';
+import { MemoryRequestStateStore } from './request-states.js';
+import { KILLED, type Charge, type CounterStore, type FlagStore, type Grant, type GrantStore, type KillScope, type KillSwitchState, type OAuthRecord, type OAuthStore, type PinStore, type StateStore } from './types.js';
 
 interface Cell { value: number; expiresAt: number }
 
@@ -132,12 +134,18 @@ export class MemoryOAuthStore implements OAuthStore {
     }
     return n;
   }
+
+  putIfUnder(records: readonly OAuthRecord[], caps: readonly { prefix: string; max: number }[], now: number): number {
+    const full = caps.findIndex((c) => this.count(c.prefix, now) >= c.max);
+    if (full < 0) for (const r of records) this.put(r.key, r.value, r.expiresAt);
+    return full;
+  }
 }
 
 export function openMemoryState(): StateStore {
   const flags = new MemoryFlagStore();
   return {
     kind: 'memory', counters: new MemoryCounterStore(flags), flags, pins: new MemoryPinStore(), grants: new MemoryGrantStore(),
-    approvals: new MemoryApprovalStore(), oauth: new MemoryOAuthStore(), close: async () => {},
+    approvals: new MemoryApprovalStore(), oauth: new MemoryOAuthStore(), requestStates: new MemoryRequestStateStore(), flows: new MemoryFlowStore(), close: async () => {},
   };
 }

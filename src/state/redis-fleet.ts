@@ -16,9 +16,10 @@ export class RedisFleet implements FleetView {
     this.stream = link.key('audit');
   }
 
-  async announce(i: Omit<FleetInstance, 'lastSeen'>): Promise<void> {
+  async announce(i: Omit<FleetInstance, 'lastSeen' | 'generation'>): Promise<void> {
     const now = Date.now();
-    const info: FleetInstance = { ...i, lastSeen: new Date(now).toISOString() };
+    const generation = this.link.generation.describe();
+    const info: FleetInstance = { ...i, lastSeen: new Date(now).toISOString(), ...(generation ? { generation } : {}) };
     await this.link.client.multi()
       .zadd(this.members, now, i.instance)
       .set(this.link.key('instance', i.instance), JSON.stringify(info), 'PX', LIVE_MS)
@@ -40,7 +41,7 @@ export class RedisFleet implements FleetView {
 
   follow(onEvent: (event: Record<string, unknown>) => void): () => void {
     // XREAD BLOCK holds its connection, so following has one of its own.
-    const reader = this.link.client.duplicate({ commandTimeout: undefined, enableAutoPipelining: false });
+    const reader = this.link.duplicate();
     reader.on('error', () => {});
     let stopped = false;
     let last = '$';

@@ -1,68 +1,16 @@
-import { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
+import { RedisFlowStore } from './redis-flows.js';
 import { RedisApprovalStore } from './redis-approvals.js';
+import { connectRedis } from './redis-connect.js';
+import { RedisCounterStore } from './redis-counters.js';
 import { parseRedisDsn, type RedisDsn } from './redis-dsn.js';
 import { RedisFleet } from './redis-fleet.js';
+import { RedisFlagStore } from './redis-flags.js';
+import { Generation, RedisStartError, resetAck, type LogFn } from './redis-generation.js';
+import { Mirror } from './redis-mirror.js';
 import { RedisOAuthStore } from './redis-oauth.js';
-import { KILLED, type Charge, type CounterStore, type FlagStore, type Grant, type GrantStore, type KillScope, type KillSwitchState, type PinStore, type StateHealth, type StateStore } from './types.js';
-
-/**
- * Every limit of one call in one step. A charge with a window is placed in the window of Redis's
- * clock (TIME), so the gateways' clocks do not matter; one without (tools, tests) uses the
- * caller's `now`. A counter is a hash {v: value, e: window end}, expiring soon after its window.
- * KEYS: one per charge. ARGV: caller's now, then amount, max, expiresAt, window ms per charge.
- * Returns {-1 or the 0-based index of the first charge over its max, Redis's now in ms}.
- */
-const RESERVE = `
-local t = redis.call('TIME')
-local rnow = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local cnow = tonumber(ARGV[1])
-local n = #KEYS
-local nows, exps, totals, live = {}, {}, {}, {}
-for i = 1, n do
-  local b = 2 + (i - 1) * 4
-  local amount, max, exp, w = tonumber(ARGV[b]), tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3])
-  local now = cnow
-  if w > 0 then now = rnow; exp = rnow - rnow % w + w end
-  nows[i] = now
-  exps[i] = exp
-  local k = KEYS[i]
-  local total = totals[k]
-  if total == nil then
-    local h = redis.call('HMGET', k, 'v', 'e')
-    total = 0
-    live[k] = h[1] ~= false and tonumber(h[2]) > now
-    if live[k] then total = tonumber(h[1]) end
-  end
-  total = total + amount
-  if total > max then return {i - 1, rnow} end
-  totals[k] = total
-end
--- A counter still in its window is incremented; a new or ended one starts over and expires soon after its window.
-for i = 1, n do
-  local k = KEYS[i]
-  local amount = ARGV[2 + (i - 1) * 4]
-  if live[k] then
-    redis.call('HINCRBYFLOAT', k, 'v', amount)
-  else
-    redis.call('HSET', k, 'v', amount, 'e', exps[i])
-    redis.call('PEXPIRE', k, math.max(1, exps[i] - nows[i]) + 1000)
-    live[k] = true
-  end
-end
-return {-1, rnow}
-`;
-
-/** Gives units back to the window they were taken from; a window that has ended is left alone. ARGV: amount, expiresAt per key. */
-const RELEASE = `
-for i = 1, #KEYS do
-  local amount, exp = tonumber(ARGV[i * 2 - 1]), tonumber(ARGV[i * 2])
-  local h = redis.call('HMGET', KEYS[i], 'v', 'e')
-  if h[1] and tonumber(h[2]) == exp then
-    redis.call('HSET', KEYS[i], 'v', math.max(0, tonumber(h[1]) - amount))
-  end
-end
-return 0
-`;
+import { RedisRequestStateStore } from './redis-request-states.js';
+import { type Grant, type GrantStore, type PinStore, type StateHealth, type StateStore } from './types.js';
 
 /**
  * Grant rotation and revocation: only a live grant changes. KEYS: grants, hashes, revoked,
@@ -77,8 +25,6 @@ return 1
 `;
 
 interface Scripts {
-  tgReserve(...args: (string | number)[]): Promise<[number, number]>;
-  tgRelease(...args: (string | number)[]): Promise<number>;
   tgGrantUpdate(...args: string[]): Promise<number>;
 }
 
@@ -90,9 +36,17 @@ interface Scripts {
 export class RedisLink {
   readonly client: Redis & Scripts;
   readonly subscriber: Redis;
+  /** Set on a Redis Cluster (see redis-connect.ts). */
+  readonly cluster?: Cluster;
+  /** A new connection of its own, for blocking reads (XREAD BLOCK). */
+  readonly duplicate: () => Redis;
   readonly channel: string;
+  /** What every key and the channel start with: the prefix, on a cluster as a hash tag (`{prefix}`) so all of them share one slot. */
+  private readonly base: string;
   /** Settles once this instance hears changes: reads and writes that must not miss one wait for it. */
   readonly subscribed: Promise<void>;
+  /** The state generation this instance works under (see redis-generation.ts). */
+  readonly generation: Generation;
   private readonly listeners = new Set<(what: string) => void>();
   private readonly reconnected = new Set<() => void>();
   private lastError = '';
@@ -106,15 +60,20 @@ export class RedisLink {
       autoResendUnfulfilledCommands: false,
       enableAutoPipelining: true,
       retryStrategy: (attempt: number) => Math.min(attempt * 100, 1000),
+      // A socket that never connected can stay half-open after close for ioredis's default 2 s, keeping a CLI command alive.
+      disconnectTimeout: 200,
     };
-    this.client = new Redis(dsn.url, options) as Redis & Scripts;
-    this.client.defineCommand('tgReserve', { lua: RESERVE });
-    this.client.defineCommand('tgRelease', { lua: RELEASE });
-    this.client.defineCommand('tgGrantUpdate', { lua: GRANT_UPDATE, numberOfKeys: 5 });
-    this.channel = `${dsn.prefix}:changes`;
     // ioredis's own resubscription after a reconnect leaves its promise unhandled (a quit right after
     // the reconnect fails the process with "Connection is closed."): this link resubscribes itself.
-    this.subscriber = new Redis(dsn.url, { ...options, commandTimeout: undefined, enableAutoPipelining: false, autoResubscribe: false });
+    const clients = connectRedis(dsn, options, { ...options, commandTimeout: undefined, enableAutoPipelining: false, autoResubscribe: false });
+    this.client = clients.client as Redis & Scripts;
+    this.subscriber = clients.subscriber;
+    this.cluster = clients.cluster;
+    this.duplicate = clients.duplicate;
+    this.client.defineCommand('tgGrantUpdate', { lua: GRANT_UPDATE, numberOfKeys: 5 });
+    this.base = dsn.cluster ? `{${dsn.prefix}}` : dsn.prefix;
+    this.channel = `${this.base}:changes`;
+    this.generation = new Generation(this);
     const note = (err: Error) => { this.lastError = err.message; };
     this.client.on('error', note);
     this.subscriber.on('error', note);
@@ -127,10 +86,13 @@ export class RedisLink {
       const reread = () => { for (const r of this.reconnected) r(); };
       this.subscriber.subscribe(this.channel).then(reread, (err: Error) => { note(err); reread(); });
     });
+    // On a cluster ioredis moves the subscription to another node when its node goes (a failover):
+    // messages sent meanwhile are lost, so a node leaving is a reason to re-read too.
+    if (this.cluster) this.subscriber.on('-node', () => { for (const r of this.reconnected) r(); });
   }
 
   key(...parts: string[]): string {
-    return `${this.dsn.prefix}:${parts.join(':')}`;
+    return `${this.base}:${parts.join(':')}`;
   }
 
   onChange(listener: (what: string) => void, onReconnect: () => void): void {
@@ -138,18 +100,41 @@ export class RedisLink {
     this.reconnected.add(onReconnect);
   }
 
-  /** Resolves once the connection is ready, or rejects after the command timeout with a clear reason. */
+  /**
+   * Resolves once the connection is ready, or rejects after the command timeout with a clear reason.
+   * Callers while it connects share one wait (one 'ready' listener, however many commands queue).
+   */
   ready(): Promise<void> {
     if (this.client.status === 'ready') return Promise.resolve();
     if (this.closed) return Promise.reject(new Error('the Redis connection is closed'));
-    return new Promise((resolve, reject) => {
+    this.readyWait ??= new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.client.off('ready', onReady);
         reject(new Error(`Redis at ${this.dsn.display} is unreachable${this.lastError ? ` (${this.lastError})` : ''}`));
       }, this.dsn.timeoutMs);
       const onReady = () => { clearTimeout(timer); resolve(); };
       this.client.once('ready', onReady);
-    });
+    }).finally(() => { this.readyWait = undefined; });
+    return this.readyWait;
+  }
+
+  private readyWait?: Promise<void>;
+
+  /**
+   * With `wait=N` in the DSN: after a control change (a grant, the kill switch) is written, WAIT
+   * for N replicas on the connection that wrote it (a keyed no-op in the same pipeline takes WAIT
+   * to the slot's primary on a cluster). Throws when they did not acknowledge in time: the change
+   * is made on the primary, but a failover now could lose it. Without `wait`: nothing.
+   */
+  async replicated(what: string): Promise<void> {
+    const wait = this.dsn.wait;
+    if (!wait) return;
+    const results = await this.client.pipeline().exists(this.generation.key).wait(wait.replicas, wait.timeoutMs).exec().catch(this.failure);
+    const [err, acked] = results?.[1] ?? [new Error('no answer to WAIT'), 0];
+    if (err) this.failure(err);
+    if ((acked as number) < wait.replicas) {
+      this.failure(new Error(`${what} is made on the primary but was not acknowledged by ${wait.replicas} replica${wait.replicas === 1 ? '' : 's'} within ${wait.timeoutMs} ms (wait=${wait.replicas}; ${acked as number} did): a failover now could lose it, so check it again after one`));
+    }
   }
 
   /** A Redis failure as one line that says what happened, for denial messages and logs. */
@@ -162,7 +147,31 @@ export class RedisLink {
 
   health(): StateHealth {
     const ready = this.client.status === 'ready';
+    if (ready && this.generation.lost) return { kind: 'redis', status: 'unavailable', detail: `${this.dsn.display}: ${this.generation.lostDetail()}` };
+    if (ready && this.generation.evicting) return { kind: 'redis', status: 'degraded', detail: `${this.dsn.display}: ${this.generation.evicting}` };
     return { kind: 'redis', status: ready ? 'ok' : 'unavailable', detail: ready ? this.dsn.display : `${this.dsn.display}: ${this.client.status}${this.lastError ? ` (${this.lastError})` : ''}` };
+  }
+
+  /**
+   * For commands run once (the CLI): resolves when the connection is ready, or rejects with one
+   * line naming the DSN at the first connection error or after the command timeout.
+   */
+  connected(): Promise<void> {
+    if (this.client.status === 'ready') return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const done = (err?: Error) => {
+        clearTimeout(timer);
+        this.client.off('ready', done);
+        this.client.off('error', done);
+        if (!err) return resolve();
+        const message = /Unknown RESP type|Protocol error/i.test(err.message) ? 'what answers there does not speak the Redis protocol' : err.message;
+        const why = message ? ` (${message})` : '';
+        reject(new Error(`Redis at ${this.dsn.display} is unreachable${why}`));
+      };
+      const timer = setTimeout(() => done(new Error(this.lastError || `no connection within ${this.dsn.timeoutMs} ms`)), this.dsn.timeoutMs);
+      this.client.once('ready', done);
+      this.client.once('error', done);
+    });
   }
 
   async close(): Promise<void> {
@@ -171,120 +180,6 @@ export class RedisLink {
     this.client.disconnect();
     this.subscriber.disconnect();
   }
-}
-
-/** Counters in Redis: one EVALSHA per decision (ioredis loads the script and re-sends it on NOSCRIPT). */
-export class RedisCounterStore implements CounterStore {
-  constructor(private readonly link: RedisLink, readonly flags?: RedisFlagStore) {}
-
-  /** The kill switch comes from the mirror (no round trip while it is fresh), then the reservation's one EVALSHA. */
-  reserveUnlessKilled(server: string, charges: readonly Charge[], now: number): Promise<number> {
-    const killed = this.flags ? this.flags.killedFor(server) : null;
-    if (killed instanceof Promise) return killed.then((k) => (k ? KILLED : this.reserve(charges, now)));
-    return killed ? Promise.resolve(KILLED) : this.reserve(charges, now);
-  }
-
-  private keyOf(c: Charge): string {
-    return this.link.key('c', c.window ? c.window.name : c.key);
-  }
-
-  reserve(charges: readonly Charge[], now: number): Promise<number> {
-    const args: (string | number)[] = [charges.length];
-    for (const c of charges) args.push(this.keyOf(c));
-    args.push(now);
-    for (const c of charges) args.push(c.amount, c.max, c.expiresAt, c.window ? c.window.ms : 0);
-    const send = () => this.link.client.tgReserve(...args).then(([failed, rnow]) => {
-      for (const c of charges) if (c.window) c.expiresAt = rnow - (rnow % c.window.ms) + c.window.ms;
-      return failed;
-    });
-    return (this.link.client.status === 'ready' ? send() : this.link.ready().then(send)).catch(this.link.failure);
-  }
-
-  async release(charges: readonly Charge[]): Promise<void> {
-    if (charges.length === 0) return;
-    const args: (string | number)[] = [charges.length];
-    for (const c of charges) args.push(this.keyOf(c));
-    for (const c of charges) args.push(c.amount, c.expiresAt);
-    await this.link.ready().then(() => this.link.client.tgRelease(...args)).catch(this.link.failure);
-  }
-
-  async value(key: string, now: number): Promise<number> {
-    const [v, e] = await this.link.client.hmget(this.link.key('c', key), 'v', 'e');
-    return v !== null && Number(e) > now ? Number(v) : 0;
-  }
-}
-
-/**
- * A copy of shared control state kept in this process, so a decision reads it without a round
- * trip. A change published by any instance marks it stale at once, and the next read waits for
- * Redis; a periodic re-read is the safety net. While Redis is unreachable the last copy stands.
- */
-export class Mirror<T> {
-  private value: T | undefined;
-  private fresh = false;
-  private loading: Promise<T> | undefined;
-  private generation = 0;
-
-  constructor(private readonly load: () => Promise<T>) {}
-
-  get(): T | Promise<T> {
-    if (this.fresh) return this.value!;
-    return (this.loading ??= this.refresh());
-  }
-
-  invalidate(): void {
-    this.generation++;
-    this.fresh = false;
-    this.loading = undefined;
-  }
-
-  async refresh(): Promise<T> {
-    const generation = this.generation;
-    try {
-      const value = await this.load();
-      if (generation === this.generation) {
-        this.value = value;
-        this.fresh = true;
-      }
-      return value;
-    } finally {
-      if (generation === this.generation) this.loading = undefined;
-    }
-  }
-}
-
-export class RedisFlagStore implements FlagStore {
-  private readonly key: string;
-  readonly mirror: Mirror<Map<string, KillSwitchState>>;
-
-  constructor(private readonly link: RedisLink) {
-    this.key = link.key('kill');
-    this.mirror = new Mirror(async () => {
-      await link.subscribed;
-      const all = await link.client.hgetall(this.key);
-      return new Map(Object.entries(all).map(([scope, json]) => [scope, JSON.parse(json) as KillSwitchState]));
-    });
-  }
-
-  killedFor(server: string): KillScope | null | Promise<KillScope | null> {
-    const m = this.mirror.get();
-    return m instanceof Promise ? m.then((all) => killedIn(all, server)) : killedIn(m, server);
-  }
-
-  async setKillSwitch(scope: KillScope, on: boolean, reason?: string): Promise<void> {
-    const state: KillSwitchState = { scope, on, ...(reason ? { reason } : {}), at: new Date().toISOString() };
-    await this.link.client.multi().hset(this.key, scope, JSON.stringify(state)).publish(this.link.channel, 'flags').exec();
-    this.mirror.invalidate();
-  }
-
-  async listKillSwitches(): Promise<KillSwitchState[]> {
-    return [...(await this.mirror.refresh()).values()].sort((a, b) => (a.scope < b.scope ? -1 : 1));
-  }
-}
-
-function killedIn(all: Map<string, KillSwitchState>, server: string): KillScope | null {
-  if (all.get('*')?.on) return '*';
-  return all.get(server)?.on ? server : null;
 }
 
 export class RedisPinStore implements PinStore {
@@ -330,6 +225,7 @@ export class RedisGrantStore implements GrantStore {
     await this.link.client.multi().hset(this.keys[0], grant.id, JSON.stringify(rest)).hset(this.keys[1], grant.id, tokenHash)
       .publish(this.link.channel, 'grants').exec();
     this.mirror.invalidate();
+    await this.link.replicated(`the grant ${grant.id}`);
   }
 
   byTokenHash(tokenHash: string): Grant | null | Promise<Grant | null> {
@@ -357,26 +253,40 @@ export class RedisGrantStore implements GrantStore {
     const [grants, hashes, revoked, expiry] = this.keys;
     const changed = await this.link.client.tgGrantUpdate(grants, hashes, revoked, this.link.channel, expiry, id, value, what, expiresAt);
     this.mirror.invalidate();
+    if (changed === 1) await this.link.replicated(`the ${what === 'revoke' ? 'revocation' : 'rotation'} of grant ${id}`);
     return changed === 1;
   }
 }
 
-/** How often shared control state is re-read even without a change message. */
+/**
+ * How often the copies of grants and kill switches are re-read even without a change message: a
+ * revocation or kill switch set elsewhere applies within a second even if its message was lost.
+ */
+const MIRROR_REREAD_MS = 1000;
+/** How often the generation marker and the eviction policy are checked without a message. */
 const SAFETY_NET_MS = 5000;
 
-/** Opens the Redis store a `redis://` or `rediss://` DSN names; connects in the background. */
+/** Opens the Redis store a `redis://`, `rediss://` or `redis+cluster://` DSN names; connects in the background. */
 export function openRedisState(dsn: string): StateStore & { link: RedisLink } {
   const link = new RedisLink(parseRedisDsn(dsn));
   const flags = new RedisFlagStore(link);
   const grants = new RedisGrantStore(link);
   const approvals = new RedisApprovalStore(link);
   const mirrors = [flags.mirror, grants.mirror];
+  const fleet = new RedisFleet(link);
+  // Messages are wake-ups only: whatever they say, what a client sees is read from the store.
   link.onChange((what) => {
     if (what === 'flags') flags.mirror.invalidate();
     else if (what === 'grants') grants.mirror.invalidate();
-    else if (what.startsWith('approval ')) approvals.heard(what.slice('approval '.length));
-  }, () => { for (const m of mirrors) m.invalidate(); });
-  const timer = setInterval(() => { for (const m of mirrors) m.refresh().catch(() => {}); }, SAFETY_NET_MS);
+    else if (what === 'generation') void link.generation.check();
+    else if (what.startsWith('approval-id ')) approvals.heard(what.slice('approval-id '.length));
+  }, () => { for (const m of mirrors) m.invalidate(); void link.generation.check(); approvals.recheck(); });
+  const reread = setInterval(() => { for (const m of mirrors) m.refresh().catch(() => {}); }, MIRROR_REREAD_MS);
+  const timer = setInterval(() => {
+    void link.generation.check();
+    void link.generation.recheckEviction();
+  }, SAFETY_NET_MS);
+  reread.unref();
   timer.unref();
   return {
     kind: 'redis',
@@ -387,9 +297,25 @@ export function openRedisState(dsn: string): StateStore & { link: RedisLink } {
     grants,
     approvals,
     oauth: new RedisOAuthStore(link),
-    fleet: new RedisFleet(link),
+    requestStates: new RedisRequestStateStore(link),
+    flows: new RedisFlowStore(link),
+    fleet,
     health: () => link.health(),
+    connect: () => link.connected(),
+    resetGeneration: async (who: string) => ({ ...(await resetAck(link, who)), where: `${link.dsn.display} (prefix ${link.dsn.prefix})` }),
+    begin: async (log: LogFn) => {
+      try {
+        await link.connected();
+      } catch (err) {
+        throw new RedisStartError(`${(err as Error).message}: toolgate needs its state store at start (check that Redis runs and the state DSN)`);
+      }
+      await link.generation.begin(log, async () => (await fleet.instances()).some((i) => i.generation !== undefined)).catch((err: Error) => {
+        if (err instanceof RedisStartError) throw err;
+        throw new RedisStartError(`Redis at ${link.dsn.display}: ${err.message}`);
+      });
+    },
     close: async () => {
+      clearInterval(reread);
       clearInterval(timer);
       await link.close();
     },

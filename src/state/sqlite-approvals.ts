@@ -50,6 +50,15 @@ export class SqliteApprovalStore implements ApprovalStore {
     this.kick();
   }
 
+  /** Synchronous: no other statement of this process runs between the count and the insert; other processes are kept out by the transaction. */
+  createIfUnder(a: Approval, max: number, now: number): boolean {
+    return this.db.transaction(() => {
+      if (this.countPending(a.grantId ?? a.grant, now) >= max) return false;
+      this.create(a);
+      return true;
+    }).immediate();
+  }
+
   get(id: string): Approval | null {
     const row = this.db.prepare<[string], Row>('SELECT * FROM approvals WHERE id = ?').get(id);
     return row ? approvalOf(row) : null;
@@ -95,6 +104,20 @@ export class SqliteApprovalStore implements ApprovalStore {
       WHERE (status = 'pending' AND expires_at <= ?) OR (status = 'approved' AND valid_until <= ?) RETURNING *`).all(now, now, now);
     if (rows.length > 0) this.kick();
     return rows.map(approvalOf);
+  }
+
+  countPending(grant: string, now: number): number {
+    // json_extract over the grant's pending rows only: the status index narrows them first.
+    return this.db.prepare<[number, string], { n: number }>(`SELECT count(*) AS n FROM approvals
+      WHERE status = 'pending' AND expires_at > ? AND coalesce(json_extract(data, '$.grantId'), json_extract(data, '$.grant')) = ?`).get(now, grant)!.n;
+  }
+
+  /** The row with the highest sequence number stays: new changes number on from it, so watchers never miss one. */
+  purge(before: number, limit: number): number {
+    return this.db.prepare(`DELETE FROM approvals WHERE id IN (SELECT id FROM approvals
+      WHERE status IN ('denied', 'timeout', 'used', 'unused')
+      AND max(coalesce(decided_at, 0), coalesce(used_at, 0), coalesce(valid_until, 0)) < ?
+      AND seq < (SELECT max(seq) FROM approvals) LIMIT ?)`).run(before, limit).changes;
   }
 
   watch(listener: (a: Approval) => void): () => void {

@@ -1,29 +1,51 @@
+import { SqliteFlowStore } from './flow-touches.js';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { databaseFileError } from './errors.js';
 import { SqliteApprovalStore } from './sqlite-approvals.js';
-import { KILLED, type Charge, type CounterStore, type FlagStore, type Grant, type GrantStore, type KillScope, type KillSwitchState, type OAuthStore, type PinStore, type StateStore } from './types.js';
+import { SqliteRequestStateStore } from './request-states.js';
+import { KILLED, type Charge, type CounterStore, type FlagStore, type Grant, type GrantStore, type KillScope, type KillSwitchState, type OAuthRecord, type OAuthStore, type PinStore, type StateStore } from './types.js';
+
+/** How long opening a database keeps trying while another process holds a lock it needs. */
+const OPEN_BUSY_MS = 15_000;
 
 /**
  * Opens a SQLite database the way every toolgate file wants it: WAL (readers never block the
  * writer; a committed transaction survives kill -9), NORMAL sync (no fsync per commit, durable
  * against process crashes), and a busy timeout so that several processes share one file.
+ *
+ * Two processes opening a new file at once can get SQLITE_BUSY from the pragmas that set it up
+ * (switching to WAL needs a lock that SQLite does not wait for with the busy handler): opening is
+ * tried again for up to 15 s before it is reported.
  */
 export function openDatabase(file: string): Database.Database {
+  const deadline = Date.now() + OPEN_BUSY_MS;
+  for (;;) {
+    try {
+      return openOnce(file);
+    } catch (err) {
+      const code = (err as { code?: string }).code ?? '';
+      if (!code.startsWith('SQLITE_BUSY') || Date.now() >= deadline) throw databaseFileError(file, err);
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 25 + Math.floor(Math.random() * 50));
+    }
+  }
+}
+
+function openOnce(file: string): Database.Database {
   let db: Database.Database | undefined;
   try {
     if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
-    db = new Database(file);
+    db = new Database(file, { timeout: 5000 });
     // Small pages: a counter update or an audit row rewrites one small WAL frame, not 4 KiB.
     db.pragma('page_size = 1024');
-    db.pragma('journal_mode = WAL');
+    if (db.pragma('journal_mode', { simple: true }) !== 'wal') db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');
     db.pragma('busy_timeout = 5000');
     return db;
   } catch (err) {
     db?.close();
-    throw databaseFileError(file, err);
+    throw err;
   }
 }
 
@@ -266,11 +288,11 @@ export class SqlitePinStore implements PinStore {
   }
 }
 
-interface GrantRow { id: string; label: string; server: string; tags: string; policy: string | null; created_at: string; expires_at: string | null; revoked_at: string | null }
+interface GrantRow { id: string; label: string; server: string; servers?: string | null; tags: string; policy: string | null; created_at: string; expires_at: string | null; revoked_at: string | null }
 
 function grantOf(r: GrantRow): Grant {
   return {
-    id: r.id, label: r.label, server: r.server, tags: JSON.parse(r.tags) as string[], createdAt: r.created_at,
+    id: r.id, label: r.label, server: r.server, ...(r.servers ? { servers: JSON.parse(r.servers) as string[] } : {}), tags: JSON.parse(r.tags) as string[], createdAt: r.created_at,
     ...(r.policy ? { policy: r.policy } : {}), ...(r.expires_at ? { expiresAt: r.expires_at } : {}), ...(r.revoked_at ? { revokedAt: r.revoked_at } : {}),
   };
 }
@@ -284,13 +306,15 @@ export class SqliteGrantStore implements GrantStore {
     db.exec(`CREATE TABLE IF NOT EXISTS grants (
       id TEXT PRIMARY KEY, label TEXT NOT NULL, server TEXT NOT NULL, token_hash TEXT NOT NULL UNIQUE, tags TEXT NOT NULL,
       policy TEXT, created_at TEXT NOT NULL, expires_at TEXT, revoked_at TEXT)`);
+    // Multi-server grants (issue 27): every server as JSON, added to files made before them.
+    if (!(db.prepare('PRAGMA table_info(grants)').all() as { name: string }[]).some((c) => c.name === 'servers')) db.exec('ALTER TABLE grants ADD COLUMN servers TEXT');
     this.byHash = db.prepare('SELECT * FROM grants WHERE token_hash = ?');
     this.cache = new UntilChanged(dataVersion);
   }
 
   create(g: Grant, tokenHash: string): void {
-    this.db.prepare('INSERT INTO grants (id, label, server, token_hash, tags, policy, created_at, expires_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)')
-      .run(g.id, g.label, g.server, tokenHash, JSON.stringify(g.tags), g.policy ?? null, g.createdAt, g.expiresAt ?? null);
+    this.db.prepare('INSERT INTO grants (id, label, server, servers, token_hash, tags, policy, created_at, expires_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)')
+      .run(g.id, g.label, g.server, g.servers ? JSON.stringify(g.servers) : null, tokenHash, JSON.stringify(g.tags), g.policy ?? null, g.createdAt, g.expiresAt ?? null);
     this.cache.clear();
   }
 
@@ -346,6 +370,15 @@ export class SqliteOAuthStore implements OAuthStore {
     // Keys are ours (no LIKE wildcards in them), but a range scan needs no escaping at all.
     return this.db.prepare<[string, string], { n: number }>('SELECT count(*) AS n FROM oauth WHERE key >= ? AND key < ?').get(prefix, `${prefix}\uffff`)!.n;
   }
+
+  /** In one IMMEDIATE transaction: other processes on the same file wait for it. */
+  putIfUnder(records: readonly OAuthRecord[], caps: readonly { prefix: string; max: number }[], now: number): number {
+    return this.db.transaction(() => {
+      const full = caps.findIndex((c) => this.count(c.prefix, now) >= c.max);
+      if (full < 0) for (const r of records) this.put(r.key, r.value, r.expiresAt);
+      return full;
+    }).immediate();
+  }
 }
 
 export function openSqliteState(file: string): StateStore {
@@ -362,6 +395,8 @@ export function openSqliteState(file: string): StateStore {
       grants: new SqliteGrantStore(db, dataVersion),
       approvals,
       oauth: new SqliteOAuthStore(db),
+      requestStates: new SqliteRequestStateStore(db),
+      flows: new SqliteFlowStore(db),
       close: async () => { approvals.stop(); closeDatabase(db); },
     };
   } catch (err) {

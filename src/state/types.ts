@@ -45,6 +45,12 @@ export interface CounterStore {
 /** What `reserveUnlessKilled` answers when the kill switch is on. */
 export const KILLED = -2;
 
+/**
+ * What a reservation answers when the shared store has lost its state (Redis flushed or evicted
+ * the counters): nothing is taken, and limited calls are refused until an operator acknowledges.
+ */
+export const STATE_LOST = -3;
+
 export type KillScope = '*' | string;
 
 export interface KillSwitchState {
@@ -69,11 +75,14 @@ export interface PinStore {
   set(server: string, pins: Record<string, string>): Awaitable<void>;
 }
 
-/** A labelled credential for one server. The token itself is never stored, only its SHA-256. */
+/** A labelled credential for one or more servers. The token itself is never stored, only its SHA-256. */
 export interface Grant {
   id: string;
   label: string;
+  /** Its (first) server. */
   server: string;
+  /** Every server it opens, `server` first, when more than one; absent: only `server`. */
+  servers?: string[];
   tags: string[];
   /** A policy file that replaces the server's for this grant. */
   policy?: string;
@@ -97,17 +106,22 @@ export type ApprovalStatus = 'pending' | 'approved' | 'denied' | 'timeout' | 'us
 
 /**
  * A call held for a human (SPEC section 4). Times are milliseconds since the epoch. `args` are
- * already masked (secret-looking values replaced); `binding` is the SHA-256 that ties an approval
+ * already masked as the approver sees them (approvals/mask.ts); `binding` is the SHA-256 that ties an approval
  * to the exact grant, server, tool and arguments, so it can only release that call.
  */
 export interface Approval {
   id: string;
   server: string;
+  /** The grant's label, for people to read. */
   grant: string;
+  /** The grant's id: what the approval is bound to (labels are not unique). Absent on approvals made before ids were recorded. */
+  grantId?: string;
   session: string;
   client?: string;
   tool: string;
   args: unknown;
+  /** Where masking changed the arguments, e.g. `args.api_token (secret field)`, `args.cmd (aws_access_key_id)`. */
+  masked?: string[];
   binding: string;
   /** JSON pointer of the rule that held the call, and why. */
   rule: string;
@@ -144,6 +158,12 @@ export interface ApprovalDecision {
 export interface ApprovalStore {
   /** Stores a new approval (status pending). Ids are unique; a duplicate id is an error. */
   create(approval: Approval): Awaitable<void>;
+  /**
+   * Stores a new pending approval unless its grant (by `grantId`, else `grant`) already has `max`
+   * pending approvals live at `now` — counted and created in one atomic step (across the fleet on
+   * Redis), so concurrent held calls cannot all read the old count. False when full.
+   */
+  createIfUnder(approval: Approval, max: number, now: number): Awaitable<boolean>;
   /** The approval with this id, or null. */
   get(id: string): Awaitable<Approval | null>;
   /** Newest first. `status` filters; `limit` caps (default 100). */
@@ -171,6 +191,13 @@ export interface ApprovalStore {
    * so the caller can audit them.
    */
   expire(now: number): Awaitable<Approval[]>;
+  /** Pending approvals of this grant (by its `grantId`; by `grant` for approvals stored before ids) that have not expired at `now`. */
+  countPending(grantId: string, now: number): Awaitable<number>;
+  /**
+   * Deletes ended approvals (denied, timed out, used, unused) whose last change was before
+   * `before`, at most `limit` of them; returns how many went. Pending and approved ones stay.
+   */
+  purge(before: number, limit: number): Awaitable<number>;
   /**
    * Calls `listener` with the approval after every create and every transition, made by this or
    * any other process, within about a second (SQLite polls while someone watches; Redis uses
@@ -187,12 +214,14 @@ export interface FleetInstance {
   sessions: number;
   startedAt: string;
   lastSeen: string;
+  /** Redis: the id of the state generation the instance works under, or `lost` while it refuses limited calls. */
+  generation?: string;
 }
 
 /** A fleet of gateways on one shared store (Redis): who is alive, and every instance's audit events. */
 export interface FleetView {
   /** Says this instance is alive; it drops out of `instances` 15 s after its last announcement. */
-  announce(instance: Omit<FleetInstance, 'lastSeen'>): Promise<void>;
+  announce(instance: Omit<FleetInstance, 'lastSeen' | 'generation'>): Promise<void>;
   instances(): Promise<FleetInstance[]>;
   /** Adds an audit event to the fleet's capped stream. Never throws: the instance's own audit log has the event. */
   publish(event: Record<string, unknown>): void;
@@ -203,7 +232,8 @@ export interface FleetView {
 /** What /healthz says about the store: memory and SQLite are always ok, Redis can be unreachable. */
 export interface StateHealth {
   kind: StateStore['kind'];
-  status: 'ok' | 'unavailable';
+  /** degraded: answers, but something puts its state at risk (Redis: an eviction policy set after start). */
+  status: 'ok' | 'degraded' | 'unavailable';
   detail?: string;
 }
 
@@ -219,6 +249,46 @@ export interface OAuthStore {
   delete(key: string): Awaitable<void>;
   /** Live keys that start with `prefix`. */
   count(prefix: string, now: number): Awaitable<number>;
+  /**
+   * Stores every record unless a cap is full: for each cap, the live records (at `now`) whose key
+   * starts with its prefix are counted, and if one has `max` already, nothing is stored and its
+   * index is returned; otherwise -1. One atomic step (across the fleet on Redis), so concurrent
+   * registrations cannot all pass on the same count.
+   */
+  putIfUnder(records: readonly OAuthRecord[], caps: readonly { prefix: string; max: number }[], now: number): Awaitable<number>;
+}
+
+export interface OAuthRecord { key: string; value: string; expiresAt: number }
+
+/**
+ * What binds a multi round-trip retry (MCP 2026-07-28 `requestState`) to the call it continues:
+ * the key toolgate signs those states with, and the states already used. Shared by every process
+ * (and, with Redis, every instance) on the same state, so any of them can check a retry, and a
+ * state is used once across all of them.
+ */
+export interface RequestStateStore {
+  /** The signing key (base64url of 32 random bytes): created by the first caller, the same for every process on this store afterwards. */
+  signingKey(): Awaitable<string>;
+  /**
+   * Records a state's nonce as used until `expiresAt` (after which the state itself is refused as
+   * expired). True only for the first caller, exactly once across processes.
+   */
+  spend(nonce: string, expiresAt: number, now: number): Awaitable<boolean>;
+}
+
+/** A flow role an agent touched with one call (SPEC 11): which tool, on which server, when (ms). */
+export interface FlowTouch { role: string; tool: string; server: string; at: number }
+
+/**
+ * The flow roles each agent touched, shared by every process (and, with Redis, every instance) on
+ * the same state, so a fleet sees one agent's calls wherever they ran. Per agent, role, server and
+ * tool the latest touch is kept, until its expiry.
+ */
+export interface FlowStore {
+  /** Records touches by `agent`, each remembered until `expiresAt`. */
+  touch(agent: string, touches: readonly FlowTouch[], expiresAt: number): Awaitable<void>;
+  /** The agent's touches still remembered at `now`, oldest first (ties by role, server, tool). */
+  touched(agent: string, now: number): Awaitable<FlowTouch[]>;
 }
 
 export interface StateStore {
@@ -229,7 +299,20 @@ export interface StateStore {
   readonly pins: PinStore;
   readonly grants: GrantStore;
   readonly oauth: OAuthStore;
+  readonly requestStates: RequestStateStore;
+  readonly flows: FlowStore;
   readonly fleet?: FleetView;
   health?(): StateHealth;
+  /**
+   * For a gateway (serve, run), once at start: checks that the store can keep limits (Redis:
+   * reachable, an eviction policy that keeps keys, its state generation — see
+   * redis-generation.ts) and logs what an operator must know. Throws a one-line error when the
+   * gateway must not start.
+   */
+  /** For commands run once (the CLI): resolves once the store answers, or rejects with one line naming it (Redis: at the first connection error, within its timeout). */
+  connect?(): Promise<void>;
+  /** Redis: `toolgate state reset-ack` — a new state generation, so instances that lost state count again (from zero). */
+  resetGeneration?(who: string): Promise<{ id: string; at: string; where: string }>;
+  begin?(log: (level: 'info' | 'warn' | 'error', message: string) => void): Promise<void>;
   close(): Promise<void>;
 }

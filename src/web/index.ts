@@ -1,10 +1,12 @@
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import type { AuditLog } from '../audit/index.js';
-import type { GatewayConfig } from '../gateway/config.js';
-import { HttpError } from '../gateway/http-errors.js';
+import { addressKey, clientAddress } from '../http/client-address.js';
+import type { GatewayConfig } from '../config/gateway.js';
+import { HttpError } from '../http/errors.js';
+import type { OAuthStore } from '../state/types.js';
 
 /** The built dashboard (plain HTML, CSS and JavaScript modules) ships beside dist/ and src/ in the package. */
 const ASSETS = new URL('../../web/', import.meta.url);
@@ -58,6 +60,8 @@ function sameOrigin(req: IncomingMessage): boolean {
 export interface DashboardOptions {
   config(): GatewayConfig;
   audit: AuditLog;
+  /** The state store's key-value part: signed-in sessions live there, so sign-out holds across restarts and instances. */
+  store: OAuthStore;
 }
 
 /**
@@ -65,12 +69,13 @@ export interface DashboardOptions {
  * HttpOnly, SameSite=Strict cookie (Secure over TLS) that the admin API accepts in place of the
  * bearer token; every state-changing request with it must come from this origin and carry the
  * session's CSRF token in `x-csrf-token`. The cookie is signed with a key derived from the admin
- * token — instances sharing the token accept each other's sessions, and changing it signs
- * everyone out. The token itself is never put in a cookie, a URL or a page.
+ * token (changing it signs everyone out) and names a session kept in the state store until it
+ * expires or its user signs out: sign-out ends it for good, on every instance sharing the store
+ * and across restarts, and a restart keeps the others signed in (with a persistent store). The
+ * token itself is never put in a cookie, a URL or a page.
  */
 export class Dashboard {
   private readonly assets = loadAssets();
-  private readonly signedOut = new Map<string, number>();
   private readonly failures = new Map<string, { count: number; until: number }>();
 
   constructor(private readonly opts: DashboardOptions) {}
@@ -84,14 +89,14 @@ export class Dashboard {
     return b64(createHmac('sha256', key).update(text).digest());
   }
 
-  /** The session a request's cookie names, if it is genuine, unexpired and not signed out. */
-  private session(req: IncomingMessage, now = Date.now()): { id: string; csrf: string; expires: number } | null {
+  /** The session a request's cookie names, if it is genuine, unexpired and still in the store (not signed out). */
+  private async session(req: IncomingMessage, now = Date.now()): Promise<{ id: string; csrf: string; expires: number } | null> {
     const key = this.key();
     const value = cookieOf(req);
     if (!key || !value) return null;
     const [expires, id, mac] = value.split('.');
     if (!expires || !id || !mac || !sameText(mac, this.mac(key, `${expires}.${id}`))) return null;
-    if (Number(expires) <= now || this.signedOut.has(id)) return null;
+    if (Number(expires) <= now || (await this.opts.store.get(storeKey(id), now)) === null) return null;
     return { id, csrf: this.mac(key, `csrf.${id}`), expires: Number(expires) };
   }
 
@@ -100,8 +105,8 @@ export class Dashboard {
    * without a valid session (the caller answers 401); a state-changing request from another
    * origin or without the session's CSRF token is refused with 403.
    */
-  authorizes(req: IncomingMessage): boolean {
-    const session = this.session(req);
+  async authorizes(req: IncomingMessage): Promise<boolean> {
+    const session = await this.session(req);
     if (!session) return false;
     const method = req.method ?? 'GET';
     if (method === 'GET' || method === 'HEAD') return true;
@@ -136,19 +141,19 @@ export class Dashboard {
       res.end(JSON.stringify(body));
     };
     if (method === 'GET') {
-      const session = this.session(req);
+      const session = await this.session(req);
       if (!session) return json(401, { signedIn: false });
       return json(200, { signedIn: true, csrf: session.csrf, expires: new Date(session.expires).toISOString() });
     }
     if (method === 'DELETE') {
-      if (!this.authorizes(req)) return json(401, { signedIn: false });
-      const session = this.session(req)!;
-      this.signedOut.set(session.id, session.expires);
+      if (!(await this.authorizes(req))) return json(401, { signedIn: false });
+      const session = (await this.session(req))!;
+      await this.opts.store.delete(storeKey(session.id));
       return json(200, { signedIn: false }, { 'set-cookie': this.cookie(req, '', 0) });
     }
     if (method !== 'POST') throw new HttpError(405, 'sign in with POST, out with DELETE');
     if (!sameOrigin(req)) throw new HttpError(403, 'cross-site sign-in refused');
-    const ip = req.socket.remoteAddress ?? 'unknown';
+    const ip = addressKey(clientAddress(req));
     const now = Date.now();
     const f = this.failures.get(ip);
     if (f && f.until > now && f.count >= MAX_FAILURES) throw new HttpError(429, 'too many failed sign-ins: try again in a minute', { 'retry-after': '60' });
@@ -165,6 +170,7 @@ export class Dashboard {
     const expires = now + SESSION_MS;
     const id = b64(randomBytes(18));
     const key = this.key()!;
+    await this.opts.store.put(storeKey(id), String(expires), expires);
     const cookie = this.cookie(req, `${expires}.${id}.${this.mac(key, `${expires}.${id}`)}`, SESSION_MS / 1000);
     this.opts.audit.append({ kind: 'auth', decision: 'allow', message: `dashboard sign-in (from ${ip})` });
     if ((req.headers['content-type'] ?? '').startsWith('application/x-www-form-urlencoded')) {
@@ -181,9 +187,13 @@ export class Dashboard {
   }
 
   private prune(now: number): void {
-    for (const [id, expires] of this.signedOut) if (expires <= now) this.signedOut.delete(id);
     for (const [ip, f] of this.failures) if (f.until <= now) this.failures.delete(ip);
   }
+}
+
+/** A session's key in the store: the id's hash, not the id itself (a cookie also needs the signature). */
+function storeKey(id: string): string {
+  return `dashboard:session:${createHash('sha256').update(id).digest('base64url')}`;
 }
 
 /** The token from a JSON body {token} or a form post token=…; the body is small or refused. */

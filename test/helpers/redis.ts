@@ -13,14 +13,20 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** A real redis-server of the test's own on a loopback port, without persistence; stop() ends it, start() brings it back on the same port. */
+/**
+ * A real redis-server of the test's own on a loopback port, without persistence (a restart
+ * starts empty) and with Redis's default maxmemory-policy, noeviction, unless `args` say
+ * otherwise (e.g. ['--maxmemory-policy', 'volatile-lru']); stop() ends it, start() brings it
+ * back on the same port.
+ */
 export class TestRedis {
   private proc?: ChildProcess;
 
-  private constructor(readonly port: number) {}
+  private constructor(readonly port: number, private readonly extraArgs: string[] = []) {}
 
-  static async start(): Promise<TestRedis> {
-    const r = new TestRedis(await freePort());
+  /** `extraArgs` go to redis-server as they are, e.g. ['--requirepass', PASSWORD]. */
+  static async start(extraArgs: string[] = []): Promise<TestRedis> {
+    const r = new TestRedis(await freePort(), extraArgs);
     await r.start();
     return r;
   }
@@ -30,7 +36,7 @@ export class TestRedis {
   }
 
   async start(): Promise<void> {
-    const proc = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...this.extraArgs], { stdio: ['ignore', 'pipe', 'pipe'] });
     this.proc = proc;
     await new Promise<void>((resolve, reject) => {
       let out = '';

@@ -4,6 +4,8 @@ import type { Grant, GrantStore } from '../state/types.js';
 
 export interface NewGrant {
   server: string;
+  /** More servers the grant opens besides `server` (a multi-server grant: one agent across them). */
+  servers?: string[];
   label: string;
   tags?: string[];
   policy?: string;
@@ -24,6 +26,11 @@ export function tokenHash(token: string): string {
   return sha256(token);
 }
 
+/** Every server a grant opens. */
+export function serversOf(grant: Grant): string[] {
+  return grant.servers?.length ? grant.servers : [grant.server];
+}
+
 /** Grants: tokens shown once at creation, stored only as SHA-256, checked on every request. */
 export class Grants {
   constructor(private readonly store: GrantStore) {}
@@ -32,10 +39,12 @@ export class Grants {
     // 0 must not read as "no expiry": a grant meant to expire at once would never expire.
     if (g.expiresInMs !== undefined && !(g.expiresInMs > 0)) throw new Error('a grant\'s expiry must be a duration above 0, e.g. 30d or 12h');
     const token = newToken();
+    const opens = [...new Set([g.server, ...(g.servers ?? [])])];
     const grant: Grant = {
       id: `gr_${randomUUID().replace(/-/g, '').slice(0, 16)}`,
       label: g.label,
       server: g.server,
+      ...(opens.length > 1 ? { servers: opens } : {}),
       tags: g.tags ?? [],
       ...(g.policy ? { policy: g.policy } : {}),
       createdAt: new Date(now).toISOString(),
@@ -54,7 +63,7 @@ export class Grants {
     if (!grant) return { ok: false, status: 401, reason: 'unknown token' };
     if (grant.revokedAt) return { ok: false, status: 401, reason: 'the grant was revoked' };
     if (grant.expiresAt && Date.parse(grant.expiresAt) <= now) return { ok: false, status: 401, reason: 'the grant expired' };
-    if (grant.server !== server) return { ok: false, status: 403, reason: `the grant is for server "${grant.server}", not this one` };
+    if (!serversOf(grant).includes(server)) return { ok: false, status: 403, reason: `the grant is for server${grant.servers ? 's' : ''} "${serversOf(grant).join('", "')}", not this one` };
     return { ok: true, grant };
   }
 
@@ -67,7 +76,7 @@ export class Grants {
     const all = await this.store.list();
     const byId = all.find((g) => g.id === idOrLabel);
     if (byId) return byId;
-    const byLabel = all.filter((g) => g.label === idOrLabel && !g.revokedAt && (!server || g.server === server));
+    const byLabel = all.filter((g) => g.label === idOrLabel && !g.revokedAt && (!server || serversOf(g).includes(server)));
     if (byLabel.length === 1) return byLabel[0];
     if (byLabel.length > 1) throw new Error(`${byLabel.length} live grants are labelled "${idOrLabel}": give --server or the id`);
     throw new Error(`no grant with id or label "${idOrLabel}"`);
