@@ -4,7 +4,7 @@ import { writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { freePort, TestRedis } from './helpers/redis.js';
+import { TestRedis } from './helpers/redis.js';
 import { BIN, tempDir, testEnv } from './helpers/toolgate.js';
 
 /** Runs toolgate to its end (a hang is killed after 60 s and then fails the exit-code assertion). */
@@ -16,9 +16,16 @@ function toolgate(args: string[]): Promise<{ code: number | null; stdout: string
   });
 }
 
+/**
+ * A port nothing listens on, for "unreachable": a free ephemeral port from the OS could be handed
+ * to a Redis another test file starts meanwhile; port 1 (tcpmux) is below the ephemeral range no
+ * test ever binds, so a connect there is refused.
+ */
+const CLOSED_PORT = 1;
+
 describe('state commands with Redis unreachable', () => {
   it('each ends with exit 2 and one line naming the DSN without its password, in toolgate\'s words', async () => {
-    const port = await freePort();
+    const port = CLOSED_PORT;
     const dsn = `redis://:hunter2@127.0.0.1:${port}/0?timeout=500ms`;
     const dir = tempDir();
     const config = join(dir, 'toolgate.json');
@@ -52,8 +59,26 @@ describe('state commands with Redis unreachable', () => {
     }
   });
 
+  it('a redis:// DSN naming a node of a Redis Cluster is named as such (not EXECABORT or CLUSTERDOWN), by commands and by serve', async () => {
+    const dir = tempDir();
+    const redis = await TestRedis.start(['--cluster-enabled', 'yes', '--cluster-config-file', join(dir, 'nodes.conf')]);
+    try {
+      const dsn = `${redis.url}/0?timeout=2s`;
+      const config = join(dir, 'toolgate.json');
+      writeFileSync(config, JSON.stringify({ listen: '127.0.0.1:0', state: dsn, servers: {} }));
+      for (const args of [['kill-switch', 'on', '--state', dsn], ['grants', 'list', '--state', dsn], ['state', 'reset-ack', '--state', dsn], ['serve', '-c', config]]) {
+        const { code, stdout, stderr } = await toolgate(args);
+        assert.equal(code, 2, `${args[0]}: ${stderr}`);
+        assert.equal(stdout, '');
+        assert.match(stderr.trim().split('\n').at(-1)!, new RegExp(`^toolgate: Redis at redis://127\\.0\\.0\\.1:${redis.port}/0 is a node of a Redis Cluster: name the cluster as the state DSN, redis\\+cluster://HOST:PORT`), args[0]);
+      }
+    } finally {
+      await redis.stop();
+    }
+  });
+
   it('serve refuses to start without its Redis, in one line', async () => {
-    const port = await freePort();
+    const port = CLOSED_PORT;
     const config = join(tempDir(), 'toolgate.json');
     writeFileSync(config, JSON.stringify({ listen: '127.0.0.1:0', state: `redis://:hunter2@127.0.0.1:${port}/0?timeout=300ms`, servers: {} }));
     const { code, stderr } = await toolgate(['serve', '-c', config]);

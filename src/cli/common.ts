@@ -75,7 +75,8 @@ export async function openStateOrFail(dsn: string, opts: { memoryOk?: boolean } 
     await state.connect?.();
   } catch (err) {
     await state.close();
-    throw new CliError(`${(err as Error).message}: check that it runs and the state DSN (--state, -c or TOOLGATE_STATE)`);
+    const message = (err as Error).message;
+    throw new CliError(/ is unreachable/.test(message) ? `${message}: check that it runs and the state DSN (--state, -c or TOOLGATE_STATE)` : message);
   }
   if (state.kind === 'redis') openedRedis = state.health?.().detail;
   return state;

@@ -153,10 +153,28 @@ export class RedisLink {
   }
 
   /**
-   * For commands run once (the CLI): resolves when the connection is ready, or rejects with one
-   * line naming the DSN at the first connection error or after the command timeout.
+   * For commands run once (the CLI) and at start: resolves when the connection is ready, or
+   * rejects with one line naming the DSN at the first connection error or after the command
+   * timeout, or when a redis:// DSN names a node of a Redis Cluster (its keys live on other nodes:
+   * a transaction would end in EXECABORT, a read in CLUSTERDOWN or MOVED).
    */
   connected(): Promise<void> {
+    this.checked ??= this.reachable().then(() => this.notClusterNode()).catch((err: Error) => { this.checked = undefined; throw err; });
+    return this.checked;
+  }
+
+  private checked?: Promise<void>;
+
+  private async notClusterNode(): Promise<void> {
+    if (this.dsn.cluster) return;
+    // A managed Redis may refuse INFO; then there is nothing to tell.
+    const info = await this.client.info('cluster').catch(() => '');
+    if (/^cluster_enabled:1\b/m.test(info)) {
+      throw new Error(`Redis at ${this.dsn.display} is a node of a Redis Cluster: name the cluster as the state DSN, redis+cluster://HOST:PORT[,HOST:PORT…]`);
+    }
+  }
+
+  private reachable(): Promise<void> {
     if (this.client.status === 'ready') return Promise.resolve();
     return new Promise((resolve, reject) => {
       const done = (err?: Error) => {
