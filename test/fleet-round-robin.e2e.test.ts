@@ -312,7 +312,7 @@ describe('a mixed fleet behind docs/examples/nginx-hash.conf', () => {
     const dir = tempDir();
     const config = join(dir, 'toolgate.json');
     writeFileSync(config, JSON.stringify({
-      listen: '127.0.0.1:0', state: `${redis.url}/0?prefix=hash`, allowed_hosts: ['127.0.0.1'],
+      listen: '127.0.0.1:0', state: `${redis.url}/0?prefix=hash&timeout=2s`, allowed_hosts: ['127.0.0.1'],
       servers: { notes: { command: process.execPath, args: [MODERN], auth: 'none', policy: writePolicy(dir, { version: '1', default: 'allow' }) } },
     }));
     const fleet = await Promise.all([0, 1, 2].map(() => serveListening(config, tempDir())));

@@ -17,6 +17,16 @@ export interface HttpUpstreamOptions {
 const CONNECT_FAILURES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL', 'UND_ERR_CONNECT_TIMEOUT']);
 
 /**
+ * True when the error (or its cause) carries a system or TLS code that says no connection was
+ * made. Only a string code counts: errors of the SDK and of MCP carry numeric codes (an HTTP
+ * status, a JSON-RPC code) that say nothing about whether the request left.
+ */
+export function connectFailed(err: Error): boolean {
+  const code = (err.cause as { code?: unknown } | undefined)?.code ?? (err as { code?: unknown }).code;
+  return typeof code === 'string' && (CONNECT_FAILURES.has(code) || code.startsWith('ERR_TLS') || code.includes('CERT'));
+}
+
+/**
  * True when the error says the server never got the message: the connection was never made, or
  * the server refused the request with a 4xx status. A reset, a 5xx or an unreadable answer mean
  * it may have run it.
@@ -24,8 +34,7 @@ const CONNECT_FAILURES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHO
 function neverArrived(err: Error): boolean {
   if (err instanceof StreamableHTTPError) return err.code !== undefined && err.code >= 400 && err.code < 500;
   if (err.message === 'Not connected') return true;
-  const code = (err.cause as { code?: string } | undefined)?.code ?? (err as NodeJS.ErrnoException).code;
-  return code !== undefined && (CONNECT_FAILURES.has(code) || code.startsWith('ERR_TLS') || code.includes('CERT'));
+  return connectFailed(err);
 }
 
 /**

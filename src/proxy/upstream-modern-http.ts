@@ -4,7 +4,7 @@ import { INTERNAL_ERROR, isObject, isValidId, type Id, type Json } from './messa
 import { withEra, type EraUpstream } from './upstream-modern.js';
 import { isDerivedHeader, standardHeaders, ToolHeaders } from './upstream-modern-headers.js';
 import type { UpstreamProtocol } from './upstream-modern-wire.js';
-import { HttpUpstream } from './upstream-http.js';
+import { connectFailed, HttpUpstream } from './upstream-http.js';
 import { NotDelivered, type Upstream } from './upstream.js';
 
 export interface ModernHttpOptions {
@@ -16,12 +16,6 @@ export interface ModernHttpOptions {
   maxBytes?: number;
 }
 
-const CONNECT_FAILURES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL', 'UND_ERR_CONNECT_TIMEOUT']);
-
-function neverArrived(err: Error): boolean {
-  const code = (err.cause as { code?: string } | undefined)?.code ?? (err as NodeJS.ErrnoException).code;
-  return code !== undefined && (CONNECT_FAILURES.has(code) || code.startsWith('ERR_TLS') || code.includes('CERT'));
-}
 
 /**
  * A 2026-07-28 server over Streamable HTTP: each request is one POST that carries the standard
@@ -61,7 +55,7 @@ export class ModernHttpUpstream implements Upstream {
       if (key !== undefined) this.inflight.delete(key);
       const e = err as Error;
       const text = maskUrlsIn(e.message);
-      throw neverArrived(e) ? new NotDelivered(text) : new Error(text);
+      throw connectFailed(e) ? new NotDelivered(text) : new Error(text);
     }
     // The answer is read after send resolves: the message was handed over.
     void this.answer(response, id, method, abort).finally(() => { if (key !== undefined && this.inflight.get(key) === abort) this.inflight.delete(key); });
