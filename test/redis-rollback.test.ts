@@ -36,3 +36,48 @@ it('a restart onto an older snapshot is noticed: the limit used up before it sti
   await s.close();
   assert.ok(after === 0 || after === STATE_LOST, `after the rollback a 5th call of a limit of 4 got ${after} (-1 = allowed): the limit came back unnoticed`);
 });
+
+// The kill-failover race (test/redis-cluster.test.ts, "killed with writes"): the instance that saw the
+// sequence go back refused its call at once but wrote the `lost` marker after, so a call to another
+// instance made right after that refusal was still granted on the rolled-back counters (one run in
+// four under load). Here the marker write is held until the other instance has had its chance.
+it('a call refused because the sequence went back is answered only once the lost marker is in Redis: another instance asked after it refuses too', async () => {
+  const prefix = 'rollback-race';
+  const [a, b] = [0, 1].map(() => openRedisState(`${redis.url}/0?prefix=${prefix}`));
+  await a.begin?.(() => {});
+  await b.begin?.(() => {});
+  for (let i = 0; i < 3; i++) assert.equal(await a.counters.reserve([charge(10)], NOW), -1);
+  const raw = new Redis(redis.url);
+  // A promoted replica that lagged: the sequence (and the counter) as they were two reservations ago.
+  await raw.set(a.link.generation.seqKey, '1');
+  await raw.hset(`${prefix}:c:k`, 'v', '1');
+  // The lost marker's write starts with Redis's TIME: held until released.
+  let release!: () => void;
+  const held = new Promise<void>((r) => { release = r; });
+  let asked!: () => void;
+  const writing = new Promise<void>((r) => { asked = r; });
+  const client = a.link.client as unknown as { time(): Promise<[string, string]> };
+  const time = client.time.bind(client);
+  client.time = async () => { asked(); await held; return time(); };
+  try {
+    let answered: number | undefined;
+    const refused = Promise.resolve(a.counters.reserve([charge(10)], NOW)).then((r) => { answered = r; return r; });
+    await writing;
+    await new Promise((r) => setImmediate(r));
+    assert.equal(answered, undefined, 'not answered while the lost marker is not written yet');
+    // Another call to the same instance meanwhile waits for the marker too.
+    let second: number | undefined;
+    const again = Promise.resolve(a.counters.reserve([charge(10)], NOW)).then((r) => { second = r; return r; });
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal(second, undefined, 'a second call is not answered before the marker either');
+    release();
+    assert.equal(await refused, STATE_LOST);
+    assert.equal(await again, STATE_LOST);
+    assert.equal(JSON.parse((await raw.get(a.link.generation.key))!).by, 'lost', 'the marker says lost once the refusal is answered');
+    assert.equal(await b.counters.reserve([charge(10)], NOW), STATE_LOST, 'another instance asked after the refusal refuses too');
+  } finally {
+    release();
+    raw.disconnect();
+    await Promise.all([a.close(), b.close()]);
+  }
+});

@@ -121,8 +121,11 @@ export class RedisCounterStore implements CounterStore {
    */
   reserve(charges: readonly Charge[], now: number): Promise<number> {
     const generation = this.link.generation;
+    // A refusal as state lost is answered only once the lost marker this instance writes is in Redis:
+    // otherwise another instance could still grant a call made after this one was refused.
+    const refused = () => generation.marked().then(() => STATE_LOST);
     const expected = charges.length === 0 ? '' : generation.expected();
-    if (expected === null) return generation.check().then(() => (generation.lost ? STATE_LOST : this.reserve(charges, now)));
+    if (expected === null) return generation.check().then(() => (generation.lost ? refused() : this.reserve(charges, now)));
     if (expected instanceof Promise) return expected.then(() => this.reserve(charges, now), this.link.failure);
     const args: (string | number)[] = [charges.length + 2];
     for (const c of charges) args.push(this.keyOf(c));
@@ -134,10 +137,10 @@ export class RedisCounterStore implements CounterStore {
       if (failed !== STATE_LOST) {
         // A sequence lower than one seen before: the counters went back with an older snapshot; this call is refused too.
         generation.sequence(seq);
-        return generation.lost ? STATE_LOST : failed;
+        return generation.lost ? refused() : failed;
       }
       // Tried again only under a marker this instance adopted since (an acknowledgement), so never in a loop.
-      return generation.stale().then(() => (generation.lost || generation.expected() === expected ? STATE_LOST : this.reserve(charges, now)));
+      return generation.stale().then(() => (generation.lost || generation.expected() === expected ? refused() : this.reserve(charges, now)));
     });
     return (this.link.client.status === 'ready' ? send() : this.link.ready().then(send)).catch(this.link.failure);
   }

@@ -260,12 +260,29 @@ export class Generation {
   /**
    * Refuses at once, then leaves a lasting `lost` marker in Redis (unless the marker changed again
    * meanwhile), so that every instance of the fleet and every instance started later stays lost
-   * until an operator acknowledges. Connection errors leave this instance lost all the same.
+   * until an operator acknowledges. Connection errors leave this instance lost all the same. The
+   * promise (also `marked()`) settles once the marker is written or its write failed.
    */
-  private async loseAndMark(from: string | null, reason: string, seen?: string | null): Promise<void> {
-    if (this.marker === null) return;
+  private loseAndMark(from: string | null, reason: string, seen?: string | null): Promise<void> {
+    if (this.marker === null) return this.marking;
     this.lose(from, reason);
-    if (seen !== undefined && parse(seen ?? '')?.by === 'lost') return;
+    if (seen !== undefined && parse(seen ?? '')?.by === 'lost') return this.marking;
+    this.marking = this.mark(from, seen);
+    return this.marking;
+  }
+
+  /**
+   * Settles once the `lost` marker this instance found cause to write is in Redis (or its write
+   * failed): a call refused as state lost is answered only then, so no other instance grants a
+   * call that starts after this refusal (it finds the marker). Resolved when nothing is being written.
+   */
+  marked(): Promise<void> {
+    return this.marking;
+  }
+
+  private marking: Promise<void> = Promise.resolve();
+
+  private async mark(from: string | null, seen?: string | null): Promise<void> {
     try {
       const at = await redisNow(this.link);
       this.floor = Math.max(this.floor, at);
