@@ -6,8 +6,8 @@
 // BENCH_POOL_CLIENTS (1000), BENCH_POOL_FEW (10), BENCH_POOL_RATE (calls/s in all, 100),
 // BENCH_POOL_SECONDS (seconds per latency case and round, 15), BENCH_POOL_ROUNDS (1),
 // BENCH_POOL_MEMORY_SECONDS (15), BENCH_POOL_LEGACY (20 legacy sessions), BENCH_NODE_ARGS (Node
-// flags for toolgate serve), and TOOLGATE_BENCH_POOL='{"max":8}' to give server-everything a
-// `pool:` block.
+// flags for toolgate serve), TOOLGATE_BENCH_POOL='{"max":8}' to give server-everything a
+// `pool:` block, and BENCH_POOL_ONLY=closed to run the closed loop alone.
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
 import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -18,7 +18,7 @@ import { performance } from 'node:perf_hooks';
 import { poolBlock, startServe, type Serve } from './pool-serve.js';
 import { TreeSampler, sampleTree, type TreeSample } from './proc-tree.js';
 import { fmt, median, percentile } from './stats.js';
-import { PoolSchema } from '../src/config/gateway.js';
+import { PoolSchema, poolConcurrency } from '../src/config/gateway.js';
 
 const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
 const MB = 1024 * 1024;
@@ -149,18 +149,30 @@ export async function openLoop(callers: Call[], rate: number, seconds: number, w
 }
 
 /** Every client in a closed loop (the next call as soon as the last is answered) for `seconds`, the tree sampled meanwhile. */
-async function closedLoop(calls: Call[], pid: number, seconds: number): Promise<{ peak: TreeSample; steady: TreeSample; done: number; errors: number; firstError?: string }> {
+async function closedLoop(calls: Call[], pid: number, seconds: number): Promise<{ peak: TreeSample; steady: TreeSample; done: number; errors: number; refused: number; latencies: number[]; firstError?: string }> {
   const sampler = new TreeSampler(pid).start();
   const end = Date.now() + seconds * 1000;
   let done = 0;
   let errors = 0;
+  let refused = 0;
+  const latencies: number[] = [];
   let firstError: string | undefined;
   await Promise.all(calls.map(async (call) => {
     while (Date.now() < end) {
-      try { await call(); done++; } catch (err) { errors++; firstError ??= say(err); }
+      const sent = performance.now();
+      try {
+        await call();
+        done++;
+        latencies.push(performance.now() - sent);
+      } catch (err) {
+        errors++;
+        // -32051: the pool was exhausted (queue_timeout or queue_max), the request never forwarded.
+        if ((err as { code?: unknown })?.code === -32051) refused++;
+        firstError ??= say(err);
+      }
     }
   }));
-  return { ...sampler.stop(), done, errors, firstError };
+  return { ...sampler.stop(), done, errors, refused, latencies, firstError };
 }
 
 /** The median of a few samples of the tree, a quarter-second apart. */
@@ -195,7 +207,9 @@ export async function benchPool(): Promise<void> {
   const FEW = env('BENCH_POOL_FEW', 10);
   const RATE = env('BENCH_POOL_RATE', 100);
   const SECONDS = env('BENCH_POOL_SECONDS', 15);
-  const ROUNDS = env('BENCH_POOL_ROUNDS', 1);
+  // BENCH_POOL_ONLY=closed: the closed loop alone (no open-loop rounds, no legacy part).
+  const ONLY_CLOSED = process.env.BENCH_POOL_ONLY === 'closed';
+  const ROUNDS = ONLY_CLOSED ? 0 : env('BENCH_POOL_ROUNDS', 1);
   const MEMORY_SECONDS = env('BENCH_POOL_MEMORY_SECONDS', 15);
   const LEGACY = env('BENCH_POOL_LEGACY', 20);
   const pool = poolBlock();
@@ -219,8 +233,9 @@ export async function benchPool(): Promise<void> {
     rows.push({
       setup: `modern: ${N} clients, 1 grant, closed loop ${MEMORY_SECONDS} s`,
       memory: `peak ${mb(mem.peak.total)} (gw ${mb(mem.peak.gateway)}), steady ${mb(mem.steady.total)}`,
-      children: `${mem.peak.count} at peak`, p50: NaN, p90: NaN, p99: NaN,
-      note: `${mem.done} calls (${fmt(mem.done / MEMORY_SECONDS)}/s)${mem.errors ? `, ${mem.errors} errors (${mem.firstError})` : ''}; idle before: ${mb(idle.total)}, ${idle.count} children`,
+      children: `${mem.peak.count} at peak`,
+      p50: mem.latencies.length ? median(mem.latencies) : NaN, p90: mem.latencies.length ? percentile(mem.latencies, 90) : NaN, p99: mem.latencies.length ? percentile(mem.latencies, 99) : NaN,
+      note: `${mem.done + mem.errors} calls, ${mem.done} answered (${fmt(mem.done / MEMORY_SECONDS)}/s)${mem.errors ? `, ${mem.errors} errors of which ${mem.refused} refused -32051 (${mem.firstError})` : ''}; idle before: ${mb(idle.total)}, ${idle.count} children`,
     });
     const many: Call[] = clients.map((c, i) => echo(c, i));
     const few: Call[] = clients.slice(0, FEW).map((c, i) => echo(c, i));
@@ -249,41 +264,43 @@ export async function benchPool(): Promise<void> {
     const paired = results.many.map((x, i) => fmt(median(x.latencies) / median(results.few[i].latencies), 2));
     manyRow.note = `p50 ${fmt(ratio, 2)}x of ${FEW} clients'${ROUNDS > 1 ? ` (per round ${paired.join(', ')})` : ''}; ${manyRow.note}`;
     errors += merge(results.few).errors + merge(results.many).errors + mem.errors;
-    rows.push(fewRow, manyRow);
+    if (!ONLY_CLOSED) rows.push(fewRow, manyRow);
     await Promise.all(clients.map((c) => c.close().catch(() => undefined)));
   } finally {
     leaked += await serve.stop();
   }
 
   // 3: today's legacy sessions, one upstream process each.
-  serve = await startServe({ fixture: true });
-  try {
-    const idle = await settled(serve.pid);
-    const clients = await legacyClients(LEGACY, serve, 'everything');
-    for (const [i, c] of clients.entries()) await echo(c, i)();
-    await sleep(1000);
-    const open = await settled(serve.pid);
-    const per = (open.total - idle.total) / LEGACY;
-    await quiet(serve.pid);
-    const res = await openLoop(clients.map((c, i) => echo(c, i)), RATE, SECONDS);
-    loads.push(load());
-    rows.push({ ...latencyRow(`legacy: ${LEGACY} sessions, open loop ${RATE}/s`, res, `${mb(open.total)} (gw ${mb(open.gateway)})`, `${open.count}`), note: `${mb(per)} per session: ≈ ${mb(idle.total + per * 100)} at sessions.max (100), ≈ ${mb(idle.total + per * N)} for ${N}; ${latencyRow('', res).note}` });
-    errors += res.errors;
-    await Promise.all(clients.map((c) => c.close().catch(() => undefined)));
-    // sessions.max (100), per server: filled on the HTTP fixture, which starts no process per
-    // session, so that 100 sessions do not cost 100 server-everything processes.
-    rows.push(...await sessionCap(serve));
-  } finally {
-    leaked += await serve.stop();
+  if (!ONLY_CLOSED) {
+    serve = await startServe({ fixture: true });
+    try {
+      const idle = await settled(serve.pid);
+      const clients = await legacyClients(LEGACY, serve, 'everything');
+      for (const [i, c] of clients.entries()) await echo(c, i)();
+      await sleep(1000);
+      const open = await settled(serve.pid);
+      const per = (open.total - idle.total) / LEGACY;
+      await quiet(serve.pid);
+      const res = await openLoop(clients.map((c, i) => echo(c, i)), RATE, SECONDS);
+      loads.push(load());
+      rows.push({ ...latencyRow(`legacy: ${LEGACY} sessions, open loop ${RATE}/s`, res, `${mb(open.total)} (gw ${mb(open.gateway)})`, `${open.count}`), note: `${mb(per)} per session: ≈ ${mb(idle.total + per * 100)} at sessions.max (100), ≈ ${mb(idle.total + per * N)} for ${N}; ${latencyRow('', res).note}` });
+      errors += res.errors;
+      await Promise.all(clients.map((c) => c.close().catch(() => undefined)));
+      // sessions.max (100), per server: filled on the HTTP fixture, which starts no process per
+      // session, so that 100 sessions do not cost 100 server-everything processes.
+      rows.push(...await sessionCap(serve));
+    } finally {
+      leaked += await serve.stop();
+    }
   }
 
   const cell = (x: number) => (Number.isNaN(x) ? '' : fmt(x, 1));
-  console.log(`\npool bench (issue 26): server-everything over stdio behind toolgate serve, SQLite state; pool: ${JSON.stringify(PoolSchema.parse(pool ?? {}))}${pool ? '' : ' (the defaults: 2026-07-28 clients lease pooled upstream sessions per grant; each legacy session has its own process)'}; ${cpus().length} cores, load average (1 5 15 min) ${loads.join(' → ')}`);
+  console.log(`\npool bench (issue 26): server-everything over stdio behind toolgate serve, SQLite state; pool: ${JSON.stringify({ ...PoolSchema.parse(pool ?? {}), concurrency: poolConcurrency(PoolSchema.parse(pool ?? {})) })}${pool ? '' : ' (the defaults: 2026-07-28 clients lease pooled upstream sessions per grant; each legacy session has its own process)'}; ${cpus().length} cores, load average (1 5 15 min) ${loads.join(' → ')}`);
   console.log(`  ${'setup'.padEnd(52)} ${'memory (gateway + upstreams)'.padEnd(40)} ${'children'.padEnd(12)} ${'p50 ms'.padStart(7)} ${'p90 ms'.padStart(7)} ${'p99 ms'.padStart(7)}  notes`);
   for (const r of rows) console.log(`  ${r.setup.padEnd(52)} ${r.memory.padEnd(40)} ${r.children.padEnd(12)} ${cell(r.p50).padStart(7)} ${cell(r.p90).padStart(7)} ${cell(r.p99).padStart(7)}  ${r.note}`);
   const memOk = peakTotal <= 1024 * MB;
   const latOk = ratio <= 2;
-  console.log(`  verdict: memory ${memOk ? 'MET' : 'MISSED'} (peak ${mb(peakTotal)} for ${N} clients, target <= 1,024 MB); latency ${latOk ? 'MET' : 'MISSED'} (p50 ratio ${fmt(ratio, 2)}x, target <= 2x); ${leaked ? `${leaked} processes outlived their gateway (killed)` : 'no process outlived its gateway'}${errors ? `; ${errors} calls failed (see notes)` : ''}`);
+  console.log(`  verdict: memory ${memOk ? 'MET' : 'MISSED'} (peak ${mb(peakTotal)} for ${N} clients, target <= 1,024 MB); latency ${ONLY_CLOSED ? 'not measured' : latOk ? 'MET' : 'MISSED'} (p50 ratio ${fmt(ratio, 2)}x, target <= 2x); ${leaked ? `${leaked} processes outlived their gateway (killed)` : 'no process outlived its gateway'}${errors ? `; ${errors} calls failed (see notes)` : ''}`);
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) await benchPool();

@@ -24,14 +24,16 @@ import { modernHttp } from './helpers/modern.js';
 import { FIXTURES, tempDir, writePolicy } from './helpers/toolgate.js';
 
 const SERVER = join(FIXTURES, 'pool-server.mjs');
+// concurrency 1: these pools lease each session exclusively, as before pool.concurrency (its
+// default, 4, is tested in pool-multiplex.e2e.test.ts).
 const POOLS: Record<string, object> = {
-  pa: { max: 2 },
-  pc: { max: 1 },
-  pq: { max: 1, queue_timeout: '1s' },
-  pw: { max: 1, queue_timeout: '60s' },
-  ps: { size: 1, max: 3, idle_timeout: '1s' },
+  pa: { max: 2, concurrency: 1 },
+  pc: { max: 1, concurrency: 1 },
+  pq: { max: 1, queue_timeout: '1s', concurrency: 1 },
+  pw: { max: 1, queue_timeout: '60s', concurrency: 1 },
+  ps: { size: 1, max: 3, idle_timeout: '1s', concurrency: 1 },
   sg: {},
-  ss: { share: 'server', max: 1 },
+  ss: { share: 'server', max: 1, concurrency: 1 },
   sl: { share: 'server', max: 2, clients: 'all' },
   lg: {},
 };

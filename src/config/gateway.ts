@@ -24,6 +24,14 @@ const oneOf = <T extends string>(values: readonly T[]) =>
   z.string().refine((v) => (values as readonly string[]).includes(v), `must be one of ${values.map((v) => JSON.stringify(v)).join(', ')}`) as unknown as z.ZodType<T>;
 
 /**
+ * Requests one pooled upstream session carries at once by default (pool.concurrency): 4 turns the
+ * default 8 sessions of a pool into 32 requests in flight without any one server process handling
+ * more than a few at a time (a server that does its work on one thread serves them in turn, as the
+ * pool's queue would); 1 where legacy clients are pooled (they may be asked the server's questions).
+ */
+export const POOL_CONCURRENCY = 4;
+
+/**
  * Upstream sessions pooled per server (SPEC 10; issue 26): a request leases one for its whole life.
  * `share: server` declares the server keeps no per-client state: only then do grants share its
  * upstream sessions, and only then may legacy clients be pooled too (`clients: all`).
@@ -37,13 +45,21 @@ export const PoolSchema = z.strictObject({
   share: oneOf(['grant', 'server']).default('grant').describe('grant: one pool per grant; server: one pool for all grants (only for servers that keep no per-client state)'),
   clients: oneOf(['modern', 'all']).default('modern').describe('modern: only 2026-07-28 clients are pooled; all: legacy sessions too (needs share: server)'),
   max_per_grant: z.number().int().min(1).max(1024).optional().describe('with share: server, the upstream sessions one grant may lease at once (default: half of max, rounded up), so that no grant holds the whole pool'),
+  concurrency: z.number().int().min(1).max(64).optional()
+    .describe(`requests one upstream session carries at once (default: ${POOL_CONCURRENCY} with clients: modern, 1 with clients: all); 1: one request per session, as before`),
 }).superRefine((p, ctx) => {
   if (p.size > p.max && p.max >= 1) ctx.addIssue({ code: 'custom', path: ['size'], message: `size (${p.size}) may not exceed max (${p.max})` });
   if (p.max_per_grant !== undefined && p.max_per_grant > p.max) ctx.addIssue({ code: 'custom', path: ['max_per_grant'], message: `max_per_grant (${p.max_per_grant}) may not exceed max (${p.max})` });
   if (p.clients === 'all' && p.share !== 'server') {
     ctx.addIssue({ code: 'custom', path: ['clients'], message: 'clients: all needs share: server: a legacy session relies on its upstream session\'s state, which only a server declared stateless (share: server) can do without' });
   }
+  if (p.clients === 'all' && p.concurrency !== undefined && p.concurrency > 1) {
+    ctx.addIssue({ code: 'custom', path: ['concurrency'], message: `concurrency (${p.concurrency}) needs clients: modern: a pooled 2025 client may be asked the server's questions (sampling, elicitation, roots) during its call, and on a session carrying several requests at once nothing says whose call a question belongs to` });
+  }
 });
+export function poolConcurrency(p: PoolConfig): number {
+  return p.concurrency ?? (p.clients === 'all' ? 1 : POOL_CONCURRENCY);
+}
 export type PoolConfig = z.output<typeof PoolSchema>;
 
 const ServerBase = {

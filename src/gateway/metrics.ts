@@ -4,6 +4,7 @@ import type { ApprovalStore, StateHealth } from '../state/types.js';
 import { CallCounter, CallHistogram } from './call-metrics.js';
 import type { ConnectionGuard } from './connections.js';
 import type { EventBudget } from './event-budget.js';
+import type { PoolStats } from '../pool/upstreams.js';
 
 /** Prometheus metrics of one gateway. Tool labels are only names the policy knows, never arbitrary input. */
 export class GatewayMetrics {
@@ -88,9 +89,11 @@ export class GatewayMetrics {
 
   readonly poolExhausted = new Counter({ name: 'toolgate_pool_exhausted_total', help: 'requests refused with the retryable pool-exhausted error (all upstream sessions busy past pool.queue_timeout, or the queue full)', labelNames: ['server'], registers: [this.registry] });
 
-  /** The pools of upstream sessions, read at each scrape: sessions open (or starting), leased, and requests waiting, by server. */
-  watchPools(stats: () => { server: string; size: number; busy: number; queued: number }[]): void {
-    const gauge = (name: string, help: string, read: (s: { size: number; busy: number; queued: number }) => number) => new Gauge({
+  readonly poolDropped = new Counter({ name: 'toolgate_pool_dropped_total', help: 'messages of pooled upstream sessions that named no request in flight and had no sole lease holder: dropped (kind: answer, progress, notification), or a server request refused -32601 (request)', labelNames: ['server', 'kind'], registers: [this.registry] });
+
+  /** The pools of upstream sessions, read at each scrape: sessions open (or starting), leased, requests in flight on them, and requests waiting, by server. */
+  watchPools(stats: () => PoolStats[]): void {
+    const gauge = (name: string, help: string, read: (s: PoolStats) => number) => new Gauge({
       name, help, labelNames: ['server'], registers: [this.registry],
       collect() {
         this.reset();
@@ -98,7 +101,8 @@ export class GatewayMetrics {
       },
     });
     gauge('toolgate_pool_sessions', 'pooled upstream sessions open or starting', (s) => s.size);
-    gauge('toolgate_pool_busy', 'pooled upstream sessions leased by a request', (s) => s.busy);
+    gauge('toolgate_pool_busy', 'pooled upstream sessions leased by at least one request', (s) => s.busy);
+    gauge('toolgate_pool_requests', 'requests in flight on pooled upstream sessions (up to pool.concurrency per session)', (s) => s.requests);
     gauge('toolgate_pool_queued', 'requests waiting for a pooled upstream session', (s) => s.queued);
   }
 

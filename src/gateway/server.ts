@@ -113,6 +113,7 @@ export class Gateway {
       log: opts.log,
       start: (name, server, id) => startUpstream(name, server, id, opts.log),
       onExhausted: (server) => this.metrics.poolExhausted.inc({ server }),
+      onDropped: (server, kind) => this.metrics.poolDropped.inc({ server, kind }),
     });
     this.metrics.watchPools(() => pools.stats());
     this.live = new LiveSessions({

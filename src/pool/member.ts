@@ -1,9 +1,12 @@
 /**
  * One pooled upstream session: a server process (or connection) initialized once, then serving
- * one lease at a time. What the server sends is routed to the lease it belongs to, never to
- * another: the answer by the id toolgate gave the leased request, progress by the token toolgate
- * gave it, requests and other notifications to the request leasing it now. What comes between
- * leases has no caller (see docs/gateway.md, "Pooled upstream sessions").
+ * one lease at a time, or several when `routed` (pool.concurrency above 1). What the server sends
+ * is routed to the lease it belongs to, never to another: the answer by the id toolgate gave the
+ * leased request, progress by the token toolgate gave it, task messages by task. Requests and other
+ * notifications, which name no request, go to the one request leasing it now — unless it is
+ * routed (or strict): then nothing tells whose they are, so they are dropped and counted, and a
+ * server request is refused. What comes between leases has no caller (see docs/gateway.md,
+ * "Pooled upstream sessions").
  */
 import type { Logger } from 'pino';
 import { errorResponse, isObject, isValidId, type Id, type Json } from '../proxy/messages.js';
@@ -26,6 +29,10 @@ export interface LeaseHolder {
 export interface MemberOptions {
   log: Logger;
   server: string;
+  /** Carries several requests at once: only what names its request reaches anyone. */
+  routed?: boolean;
+  /** A message was dropped (or a server request refused) for want of a caller it belongs to. */
+  dropped?(kind: 'answer' | 'progress' | 'notification' | 'request'): void;
   /** Notifications no single request owns but every client of the pool may hear (list changes). */
   broadcast(message: Json): void;
   /** The holder of the messages of a task this session runs (the view whose request created it), if known. */
@@ -43,8 +50,8 @@ export function poolId(kind: 'r' | 'p' | 's' | 'i' | 'm'): string {
 const INITIALIZE_TIMEOUT_MS = 30_000;
 
 export class PooledUpstream {
-  /** The request leasing this session now: its member id and progress token. */
-  private holder?: { view: LeaseHolder; id: string; token?: string };
+  /** The requests leasing this session now, by their member id, with their progress tokens. */
+  private readonly holders = new Map<string, { view: LeaseHolder; token?: string }>();
   /** The initialize answer this session gave (what pooled sessions' clients are answered with). */
   initialized?: Json;
   dead = false;
@@ -58,6 +65,9 @@ export class PooledUpstream {
   readonly key = poolId('m');
 
   private constructor(readonly upstream: Upstream, private readonly opts: MemberOptions) {}
+
+  /** Carries several requests at once (pool.concurrency above 1). */
+  get routed(): boolean { return this.opts.routed === true; }
 
   /** Starts and initializes one upstream session (once: later leases reuse it). */
   static async start(upstream: Upstream, initialize: Json, opts: MemberOptions): Promise<PooledUpstream> {
@@ -90,18 +100,24 @@ export class PooledUpstream {
 
   /** Sends a leased request (already given its member id and token). */
   send(view: LeaseHolder, message: Json, token?: string): Promise<void> {
-    this.holder = { view, id: message.id as string, token };
+    this.holders.set(message.id as string, { view, token });
     return this.upstream.send(message);
   }
 
-  /** The lease ended (answered, cancelled): what comes for it from now on is dropped. */
-  ended(view: LeaseHolder): void {
-    if (this.holder?.view === view) this.holder = undefined;
+  /** The lease of this request (by member id) ended (answered, cancelled): what comes for it from now on is dropped. */
+  ended(id: string): void {
+    this.holders.delete(id);
   }
 
   /** Whether this request (by member id) leases the session now. */
   holds(id: string): boolean {
-    return this.holder?.id === id;
+    return this.holders.has(id);
+  }
+
+  /** The one request leasing the session, to whom what names no request may go: none when routed or strict. */
+  private sole(): LeaseHolder | undefined {
+    if (this.routed || this.strict || this.holders.size !== 1) return undefined;
+    return this.holders.values().next().value!.view;
   }
 
   private fromServer(message: unknown): void {
@@ -110,13 +126,13 @@ export class PooledUpstream {
       return;
     }
     if (!isObject(message)) return;
-    const holder = this.holder;
     const method = typeof message.method === 'string' ? message.method : undefined;
     if (method === undefined) {
-      if (holder && message.id === holder.id) {
-        this.holder = undefined;
+      const holder = typeof message.id === 'string' ? this.holders.get(message.id) : undefined;
+      if (holder) {
+        this.holders.delete(message.id as string);
         holder.view.answered(this, message);
-      } else this.dropped('an answer to no request leasing the session (a cancelled or timed-out one)');
+      } else this.dropped('answer', 'an answer to no request leasing the session (a cancelled or timed-out one)');
       return;
     }
     if (isValidId(message.id)) return this.serverRequest(method, message);
@@ -125,17 +141,20 @@ export class PooledUpstream {
       const taskId = taskView(message.params)?.taskId;
       const owner = taskId === undefined ? undefined : this.opts.taskOwner(this, taskId);
       if (owner) owner.notified(message);
-      else this.dropped(method);
+      else this.dropped('notification', method);
       return;
     }
     if (method === 'notifications/progress') {
       const token = isObject(message.params) ? message.params.progressToken : undefined;
-      if (holder && holder.token !== undefined && token === holder.token) holder.view.notified(message);
-      else this.dropped('progress for no request leasing the session');
+      const holder = token === undefined ? undefined : [...this.holders.values()].find((h) => h.token === token);
+      if (holder) holder.view.notified(message);
+      else this.dropped('progress', 'progress for no request leasing the session');
       return;
     }
-    if (holder && !this.strict) holder.view.notified(message);
-    else this.dropped(method);
+    // A log line or any other notification names no request: it goes to a sole lease holder only.
+    const sole = this.sole();
+    if (sole) sole.notified(message);
+    else this.dropped('notification', method);
   }
 
   private serverRequest(method: string, message: Json): void {
@@ -144,23 +163,27 @@ export class PooledUpstream {
       return;
     }
     const taskId = relatedTaskId(message.params);
-    const owner = taskId !== undefined ? this.opts.taskOwner(this, taskId) : this.strict ? undefined : this.holder?.view;
+    const owner = taskId !== undefined ? this.opts.taskOwner(this, taskId) : this.sole();
     if (owner) return owner.asked(this, message);
     // No caller to ask: the server hears so at once instead of waiting for an answer that will not come.
-    const why = `Method not found: toolgate pools this server's sessions and no client request is in progress on this one, so no client can answer ${method.slice(0, 80)}`;
+    const why = this.routed && this.holders.size > 0 && taskId === undefined
+      ? `Method not found: toolgate pools this server's sessions and this one carries several clients' requests at once (pool.concurrency), so nothing says which client could answer ${method.slice(0, 80)}`
+      : `Method not found: toolgate pools this server's sessions and no client request is in progress on this one, so no client can answer ${method.slice(0, 80)}`;
+    this.dropped('request', method);
     void this.upstream.send(errorResponse(message.id as Id, METHOD_NOT_FOUND, why)).catch(() => undefined);
   }
 
-  private dropped(what: string): void {
+  private dropped(kind: 'answer' | 'progress' | 'notification' | 'request', what: string): void {
+    this.opts.dropped?.(kind);
     this.opts.log.debug({ server: this.opts.server }, `pooled upstream session: dropped ${what.slice(0, 120)}`);
   }
 
   private closed(reason: string): void {
     if (this.dead) return;
     this.dead = true;
-    const holder = this.holder;
-    this.holder = undefined;
-    holder?.view.failed(this, reason);
+    const views = new Set([...this.holders.values()].map((h) => h.view));
+    this.holders.clear();
+    for (const view of views) view.failed(this, reason);
     this.opts.died(this, reason);
   }
 

@@ -1,6 +1,6 @@
 /**
- * A generic pool of exclusive resources: up to `max`, handed out one lease at a time each, the
- * rest of the requests waiting in a bounded FIFO queue for a bounded time. Idle resources beyond
+ * A generic pool of resources: up to `max`, each handed out to at most `concurrency` leases at a
+ * time (1: exclusively), the rest of the requests waiting in a bounded FIFO queue for a bounded time. Idle resources beyond
  * `size` are closed after `idleMs`; a resource found broken is dropped (and replaced on demand).
  * A request may name its owner: an owner holds at most `maxPerOwner` leases at once (its further
  * requests wait while others' are served), so one owner cannot hold every resource of a shared pool.
@@ -15,6 +15,8 @@ export interface PoolOptions<T> {
   queueMax: number;
   /** Leases one owner may hold at once (default: no limit). */
   maxPerOwner?: number;
+  /** Leases one resource serves at once (default 1: exclusive). */
+  concurrency?: number;
   /** Starts a resource (an upstream session); rejects when it cannot. */
   create(): Promise<T>;
   /** Closes one the pool no longer keeps (idle beyond size, dropped, or the pool closed). */
@@ -26,7 +28,7 @@ export interface PoolOptions<T> {
   exhausted(why: 'queue_full' | 'queue_timeout', capped: boolean): Error;
   /** A resource that was asked for by name is gone. */
   gone(): Error;
-  /** Whether a resource given back is closed instead of handed on (default: never). */
+  /** Whether a resource given back is closed (once no lease holds it) instead of handed on (default: never); it takes no new lease meanwhile. */
   spent?(resource: T): boolean;
 }
 
@@ -49,7 +51,7 @@ interface Waiter<T> {
   timer?: NodeJS.Timeout;
 }
 
-interface Entry<T> { resource: T; busy: boolean; idleTimer?: NodeJS.Timeout }
+interface Entry<T> { resource: T; leases: number; idleTimer?: NodeJS.Timeout }
 
 /** Two owners stay apart whatever their names. */
 const NO_OWNER = Symbol('no owner');
@@ -63,10 +65,17 @@ export class Pool<T> {
   private readonly held = new Map<string | symbol, number>();
   private closed = false;
 
-  constructor(private readonly opts: PoolOptions<T>) {}
+  private readonly concurrency: number;
+
+  constructor(private readonly opts: PoolOptions<T>) {
+    this.concurrency = opts.concurrency ?? 1;
+  }
 
   get size(): number { return this.entries.length + this.starting; }
-  get busy(): number { return this.entries.filter((e) => e.busy).length; }
+  /** Resources holding at least one lease. */
+  get busy(): number { return this.entries.filter((e) => e.leases > 0).length; }
+  /** Leases held now (requests in flight on the resources). */
+  get leased(): number { return this.entries.reduce((n, e) => n + e.leases, 0); }
   get queued(): number { return this.waiters.length; }
   resources(): T[] { return this.entries.map((e) => e.resource); }
 
@@ -110,16 +119,23 @@ export class Pool<T> {
     return this.waiters.findIndex((w) => (w.want === undefined || w.want === resource) && this.underCap(w.owner));
   }
 
+  /** Whether a resource may take another lease now. */
+  private room(e: Entry<T>): boolean {
+    return e.leases < this.concurrency && !this.opts.spent?.(e.resource);
+  }
+
+  /** The least leased resource with room (of equals the most recently used, so that the others idle out). */
   private free(want?: T): Entry<T> | undefined {
+    let best: Entry<T> | undefined;
     for (let i = this.entries.length - 1; i >= 0; i--) {
       const e = this.entries[i];
-      if (!e.busy && (want === undefined || e.resource === want)) return e;
+      if (this.room(e) && (want === undefined || e.resource === want) && (!best || e.leases < best.leases)) best = e;
     }
-    return undefined;
+    return best;
   }
 
   private lease(entry: Entry<T>, owner: string | undefined): Lease<T> {
-    entry.busy = true;
+    entry.leases++;
     clearTimeout(entry.idleTimer);
     entry.idleTimer = undefined;
     const key = owner ?? NO_OWNER;
@@ -136,9 +152,11 @@ export class Pool<T> {
         if (done) return;
         done = true;
         unhold();
-        entry.busy = false;
-        if (this.opts.spent?.(entry.resource)) this.remove(entry, 'spent: a request cancelled on it may still run');
-        else this.handOn(entry);
+        entry.leases--;
+        if (this.opts.spent?.(entry.resource)) {
+          // Its other leases run to their end; then it is closed.
+          if (entry.leases === 0) this.remove(entry, 'spent: a request cancelled on it may still run');
+        } else this.handOn(entry);
         this.serveIdle();
       },
       drop: (why) => {
@@ -155,32 +173,34 @@ export class Pool<T> {
   private serveIdle(): void {
     if (this.opts.maxPerOwner === undefined) return;
     for (const entry of [...this.entries]) {
-      if (entry.busy) continue;
-      const at = this.waiterFor(entry.resource);
-      if (at < 0) continue;
-      const [waiter] = this.waiters.splice(at, 1);
-      clearTimeout(waiter.timer);
-      waiter.resolve(this.lease(entry, waiter.owner));
+      while (this.room(entry)) {
+        const at = this.waiterFor(entry.resource);
+        if (at < 0) break;
+        const [waiter] = this.waiters.splice(at, 1);
+        clearTimeout(waiter.timer);
+        waiter.resolve(this.lease(entry, waiter.owner));
+      }
     }
     this.fill();
   }
 
-  /** A freed resource: to the first waiter it suits, else idle (and closed after idleMs when beyond size). */
+  /** A freed resource: to the first waiters it suits while it has room, else idle (and closed after idleMs when beyond size). */
   private handOn(entry: Entry<T>): void {
     if (!this.entries.includes(entry)) return;
-    const at = this.waiterFor(entry.resource);
-    if (at >= 0) {
+    while (this.room(entry)) {
+      const at = this.waiterFor(entry.resource);
+      if (at < 0) break;
       const [waiter] = this.waiters.splice(at, 1);
       clearTimeout(waiter.timer);
       waiter.resolve(this.lease(entry, waiter.owner));
-      return;
     }
+    if (entry.leases > 0) return;
     // Most recently used last: handed out first next time.
     this.entries.splice(this.entries.indexOf(entry), 1);
     this.entries.push(entry);
     entry.idleTimer = setTimeout(() => {
       entry.idleTimer = undefined;
-      if (!entry.busy && this.entries.length > this.opts.size) this.remove(entry, 'idle beyond the pool size');
+      if (entry.leases === 0 && this.entries.length > this.opts.size) this.remove(entry, 'idle beyond the pool size');
     }, this.opts.idleMs);
     entry.idleTimer.unref();
   }
@@ -209,7 +229,8 @@ export class Pool<T> {
   private fill(): void {
     const any = this.waiters.filter((w) => w.want === undefined && this.underCap(w.owner));
     const long = any.filter((w) => !w.brief).length;
-    const needed = long > 0 ? long : Math.min(any.length, 1);
+    // Each new resource serves `concurrency` of them.
+    const needed = long > 0 ? Math.ceil(long / this.concurrency) : Math.min(any.length, 1);
     while (!this.closed && this.starting < needed && this.size < this.opts.max) this.start();
   }
 
@@ -218,7 +239,7 @@ export class Pool<T> {
     this.opts.create().then((resource) => {
       this.starting--;
       if (this.closed) return this.opts.destroy(resource, 'the pool was closed');
-      const entry: Entry<T> = { resource, busy: false };
+      const entry: Entry<T> = { resource, leases: 0 };
       this.entries.push(entry);
       this.handOn(entry);
     }, (err: Error) => {
@@ -238,7 +259,7 @@ export class Pool<T> {
   /** Closes a resource now if no lease holds it (one that is spent and idle). */
   retire(resource: T, why: string): void {
     const entry = this.entries.find((e) => e.resource === resource);
-    if (entry && !entry.busy) this.remove(entry, why);
+    if (entry && entry.leases === 0) this.remove(entry, why);
   }
 
   /** Closes every resource; waiting requests fail. */

@@ -1,11 +1,11 @@
 /**
  * The gateway's pools of upstream sessions (issue 26): per server and grant (`pool.share: grant`)
- * or per server (`share: server`), each up to `pool.max` upstream sessions that requests lease one
- * at a time (src/pool/view.ts). Policy stays per grant: each client (a modern grant's internal
+ * or per server (`share: server`), each up to `pool.max` upstream sessions that requests lease,
+ * up to `pool.concurrency` at once each (src/pool/view.ts). Policy stays per grant: each client (a modern grant's internal
  * session, or a pooled legacy session) keeps its own policy session, whose upstream is a PoolView.
  */
 import type { Logger } from 'pino';
-import { durationToMs, type ServerConfig } from '../config/gateway.js';
+import { durationToMs, poolConcurrency, type ServerConfig } from '../config/gateway.js';
 import type { Json } from '../proxy/messages.js';
 import { Refused, type Upstream } from '../proxy/upstream.js';
 import type { Grant } from '../state/types.js';
@@ -31,9 +31,12 @@ export interface PoolsOptions {
   start(name: string, server: ServerConfig, id: string): Upstream;
   /** A request was refused for want of a free upstream session. */
   onExhausted?(server: string): void;
+  /** A pooled session's message had no caller it belongs to: dropped (a server request: refused). */
+  onDropped?(server: string, kind: 'answer' | 'progress' | 'notification' | 'request'): void;
 }
 
-export interface PoolStats { server: string; size: number; busy: number; queued: number }
+/** Sessions open or starting, those leased, requests in flight on them, and requests waiting. */
+export interface PoolStats { server: string; size: number; busy: number; requests: number; queued: number }
 
 class KeyPool implements PoolHost {
   readonly pool: Pool<PooledUpstream>;
@@ -52,22 +55,29 @@ class KeyPool implements PoolHost {
   readonly retireCancelled: boolean;
   /** share: server: the pool serves every grant. */
   private readonly shared: boolean;
+  /** Requests one session carries at once: above 1 the sessions are routed (src/pool/member.ts). */
+  private readonly concurrency: number;
 
   constructor(readonly server: string, config: ServerConfig, private readonly opts: PoolsOptions, private readonly forget: () => void) {
     const p = config.pool;
     this.shared = p.share === 'server';
     this.retireCancelled = this.shared;
-    // share: server: no grant may hold the whole pool (a grant's requests that never end would starve every other grant).
+    this.concurrency = poolConcurrency(p);
+    const n = this.concurrency;
+    // share: server: no grant may hold the whole pool (a grant's requests that never end would
+    // starve every other grant): it leases at most max_per_grant sessions' worth of requests.
     const perGrant = p.share === 'server' ? (p.max_per_grant ?? Math.ceil(p.max / 2)) : undefined;
     // pool.max 1 (a small pool to try it out) read "all 1 stayed busy".
-    const all = p.max === 1 ? 'its only upstream session' : `all ${p.max}`;
+    const all = (p.max === 1 ? 'its only upstream session' : `all ${p.max}`) + (n > 1 ? ` (${n} requests each, pool.concurrency)` : '');
+    const held = n > 1 ? `${perGrant! * n} requests on them (pool.max_per_grant ${perGrant} × pool.concurrency ${n})` : `${perGrant} of them (pool.max_per_grant)`;
     const text = (why: 'queue_full' | 'queue_timeout', capped: boolean) => capped
-      ? `The pool of upstream sessions of "${server}" is shared by all grants, and this grant already leases ${perGrant} of them (pool.max_per_grant)${why === 'queue_full' ? ` while ${p.queue_max} requests wait` : ` for pool.queue_timeout (${p.queue_timeout})`}. This request was not forwarded; retry in a moment.`
+      ? `The pool of upstream sessions of "${server}" is shared by all grants, and this grant already leases ${held}${why === 'queue_full' ? ` while ${p.queue_max} requests wait` : ` for pool.queue_timeout (${p.queue_timeout})`}. This request was not forwarded; retry in a moment.`
       : why === 'queue_full'
         ? `The pool of upstream sessions of "${server}" is exhausted: ${all} ${p.max === 1 ? 'is' : 'are'} busy and ${p.queue_max} requests already wait. This request was not forwarded; retry in a moment.`
         : `The pool of upstream sessions of "${server}" is exhausted: ${all} stayed busy for pool.queue_timeout (${p.queue_timeout}). This request was not forwarded; retry in a moment.`;
     this.pool = new Pool<PooledUpstream>({
-      size: p.size, max: p.max, idleMs: durationToMs(p.idle_timeout), queueTimeoutMs: durationToMs(p.queue_timeout), queueMax: p.queue_max, maxPerOwner: perGrant,
+      size: p.size, max: p.max, idleMs: durationToMs(p.idle_timeout), queueTimeoutMs: durationToMs(p.queue_timeout), queueMax: p.queue_max,
+      maxPerOwner: perGrant === undefined ? undefined : perGrant * n, concurrency: n,
       create: () => this.create(config),
       destroy: (member, why) => {
         opts.log.info({ server }, `pooled upstream session closed: ${why}`);
@@ -90,6 +100,8 @@ class KeyPool implements PoolHost {
     const member = await PooledUpstream.start(upstream, this.initParams ?? DEFAULT_INITIALIZE, {
       log: this.opts.log,
       server: this.server,
+      routed: this.concurrency > 1,
+      dropped: (kind) => this.opts.onDropped?.(this.server, kind),
       broadcast: (m) => { for (const v of this.views) v.listChanged(m); },
       taskOwner: (m, taskId) => this.byMember.get(taskKey(m.key, taskId))?.view,
       died: (m, reason) => {
@@ -184,9 +196,10 @@ export class UpstreamPools {
   stats(): PoolStats[] {
     const by = new Map<string, PoolStats>();
     for (const p of this.pools.values()) {
-      const s = by.get(p.server) ?? { server: p.server, size: 0, busy: 0, queued: 0 };
+      const s = by.get(p.server) ?? { server: p.server, size: 0, busy: 0, requests: 0, queued: 0 };
       s.size += p.pool.size;
       s.busy += p.pool.busy;
+      s.requests += p.pool.leased;
       s.queued += p.pool.queued;
       by.set(p.server, s);
     }

@@ -1,6 +1,6 @@
 /**
  * A pool as one policy session sees it: an Upstream. Each request the session forwards leases a
- * pooled upstream session (src/pool/member.ts) until its answer (or its cancellation, or the
+ * pooled upstream session (src/pool/member.ts; alone, or beside others with pool.concurrency) until its answer (or its cancellation, or the
  * server's exit), under an id and progress token toolgate gives it; the server's requests during
  * the lease come back here under ids of toolgate's, and their answers go to the session that asked.
  * The session's initialize is answered from the pool's (each pooled session was initialized once).
@@ -126,7 +126,7 @@ export class PoolView implements Upstream, LeaseHolder {
       await lease.resource.send(this, out, leased.token?.inner);
     } catch (err) {
       this.leases.delete(inner);
-      lease.resource.ended(this);
+      lease.resource.ended(inner);
       lease.release();
       throw err;
     }
@@ -179,9 +179,10 @@ export class PoolView implements Upstream, LeaseHolder {
   private endLease(inner: string, leased: Leased, cancelled: boolean): void {
     this.leases.delete(inner);
     this.forgetAsks(inner);
-    leased.lease.resource.ended(this);
-    // Released: a strict session that runs no task is closed by the pool instead of handed on.
-    if (cancelled && this.host.retireCancelled) leased.lease.resource.strict = true;
+    leased.lease.resource.ended(inner);
+    // Released: a strict session that runs no task is closed by the pool instead of handed on. A
+    // routed one (pool.concurrency) already passes on only what names its request: it carries on.
+    if (cancelled && this.host.retireCancelled && !leased.lease.resource.routed) leased.lease.resource.strict = true;
     leased.lease.release();
   }
 

@@ -1,0 +1,151 @@
+// pool.concurrency (issue 26 follow-up) through `toolgate serve`: one pooled upstream session
+// carries several 2026-07-28 clients' calls at once. Real SDK v2 clients (each numbering its
+// requests, and so its progress tokens, from the same start), a real gateway, and the fixture
+// server of pool.e2e.test.ts, which tells its pid and records what it saw.
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { pino } from 'pino';
+import type { Client } from '@modelcontextprotocol/client';
+import { AuditLog } from '../src/audit/index.js';
+import { GatewayConfigSchema } from '../src/config/gateway.js';
+import { Gateway } from '../src/gateway/server.js';
+import { Grants } from '../src/grants/grants.js';
+import { openSqliteState } from '../src/state/sqlite.js';
+import type { StateStore } from '../src/state/types.js';
+import { until } from './helpers/approvals.js';
+import { modernHttp } from './helpers/modern.js';
+import { FIXTURES, tempDir, writePolicy } from './helpers/toolgate.js';
+
+const SERVER = join(FIXTURES, 'pool-server.mjs');
+const POOLS: Record<string, object> = {
+  mc: { max: 1, concurrency: 2, queue_timeout: '60s' },
+  ms: { share: 'server', max: 1, concurrency: 2, queue_timeout: '60s' },
+  ml: { max: 1, concurrency: 4 },
+};
+
+interface Event { pid: number; event: string; tool?: string; tag?: string | null; answer?: any; error?: any }
+
+describe('toolgate serve: pool.concurrency, several calls on one upstream session', () => {
+  let dir: string;
+  let gateway: Gateway;
+  let state: StateStore;
+  let audit: AuditLog;
+  let base: string;
+  const tokens: Record<string, string> = {};
+  const clients: Client[] = [];
+
+  before(async () => {
+    dir = tempDir();
+    const policy = writePolicy(dir, { version: '1', default: 'allow' });
+    const limited = writePolicy(dir, { version: '1', default: 'allow', tools: { whoami: { limits: [{ counter: 'who', window: 'hour', max: 2, scope: 'grant' }] } } }, 'limited.json');
+    const servers = Object.fromEntries(Object.entries(POOLS).map(([name, pool]) => [name, {
+      command: process.execPath, args: [SERVER], protocol: 'legacy', policy: name === 'ml' ? limited : policy, pool,
+      env: { RECORD_FILE: join(dir, `${name}.jsonl`), RELEASE_DIR: dir },
+    }]));
+    const config = GatewayConfigSchema.parse({ listen: '127.0.0.1:0', servers });
+    state = openSqliteState(join(dir, 'state.db'));
+    audit = new AuditLog(join(dir, 'audit.db'));
+    gateway = new Gateway({ config, state, audit, log: pino({ level: 'silent' }) });
+    base = `http://127.0.0.1:${(await gateway.start()).port}`;
+    const grants = new Grants(state.grants);
+    for (const server of Object.keys(POOLS)) for (const label of ['one', 'two']) tokens[`${server}-${label}`] = (await grants.create({ server, label: `${server}-${label}` })).token;
+  });
+
+  after(async () => {
+    for (const c of clients) await c.close().catch(() => undefined);
+    await gateway.stop();
+    audit.close();
+    await state.close();
+  });
+
+  const events = (server: string): Event[] => {
+    const file = join(dir, `${server}.jsonl`);
+    return existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)) : [];
+  };
+  const callOf = (server: string, tag: string) => events(server).find((e) => e.event === 'call' && e.tag === tag);
+  const release = (tag: string) => writeFileSync(join(dir, tag), '');
+  const modern = async (server: string, grant = 'one'): Promise<Client> => {
+    const c = await modernHttp('pinned', `${base}/mcp/${server}`, tokens[`${server}-${grant}`]);
+    clients.push(c);
+    return c;
+  };
+  const text = (r: any): string => r.content[0].text;
+  const metric = async (name: string, labels: Record<string, string>): Promise<number> => {
+    const m = await gateway.metrics.registry.getSingleMetric(name)!.get();
+    return m.values.find((v) => Object.entries(labels).every(([k, x]) => v.labels[k] === x))?.value ?? 0;
+  };
+  const hold = (c: Client, tag: string, progress: string[], extra: object = {}, signal?: AbortSignal) =>
+    c.callTool({ name: 'hold', arguments: { tag, ...extra } }, { onprogress: (p: any) => progress.push(p.message), signal });
+
+  it('concurrency 2: two calls run on one upstream session at once and the third waits; answers, progress and a cancellation reach their own caller', async () => {
+    const [a, b, c] = [await modern('mc'), await modern('mc'), await modern('mc')];
+    const progress: Record<string, string[]> = { a: [], b: [], c: [] };
+    const abort = new AbortController();
+    const callA = hold(a, 'mc-a', progress.a, {}, abort.signal).catch((err: Error) => err);
+    const callB = hold(b, 'mc-b', progress.b);
+    const [inA, inB] = await until(() => { const x = callOf('mc', 'mc-a'); const y = callOf('mc', 'mc-b'); return x && y ? [x, y] : undefined; }, 'both calls upstream');
+    assert.equal(inA.pid, inB.pid, 'one upstream session carries both calls');
+    assert.equal(await metric('toolgate_pool_sessions', { server: 'mc' }), 1);
+    assert.equal(await metric('toolgate_pool_busy', { server: 'mc' }), 1);
+    assert.equal(await metric('toolgate_pool_requests', { server: 'mc' }), 2);
+    const callC = hold(c, 'mc-c', progress.c);
+    await until(async () => (await metric('toolgate_pool_queued', { server: 'mc' })) === 1, 'the third call to queue');
+    assert.equal(callOf('mc', 'mc-c'), undefined, 'the third call is not forwarded while the session carries two');
+    // A gives up: only its request is cancelled upstream, and its place goes to C.
+    abort.abort();
+    const cancelled = await until(() => events('mc').find((e) => e.event === 'cancelled'), 'the cancellation upstream');
+    assert.equal(cancelled.tag, 'mc-a');
+    assert.ok(await callA instanceof Error);
+    const inC = await until(() => callOf('mc', 'mc-c'), 'the third call upstream once a place is free');
+    assert.equal(inC.pid, inA.pid);
+    release('mc-b');
+    release('mc-c');
+    assert.equal(text(await callB), 'released mc-b');
+    assert.equal(text(await callC), 'released mc-c');
+    assert.deepEqual(progress, { a: ['mc-a'], b: ['mc-b'], c: ['mc-c'] }, 'each client got the progress of its own call only (the SDK numbers every client\'s tokens alike)');
+    assert.deepEqual(events('mc').filter((e) => e.event === 'cancelled').map((e) => e.tag), ['mc-a'], 'B and C were never cancelled');
+    // Each hold sent a log line that names no request, during shared use: dropped and counted.
+    assert.ok(await metric('toolgate_pool_dropped_total', { server: 'mc', kind: 'notification' }) >= 3);
+  });
+
+  it('share: server: two grants\' calls on one session — nothing of one reaches the other; the server\'s questions are refused; a cancellation keeps the session', async () => {
+    const [one, two] = [await modern('ms', 'one'), await modern('ms', 'two')];
+    const progress: Record<string, string[]> = { one: [], two: [] };
+    const abort = new AbortController();
+    const call1 = hold(one, 'ms-1', progress.one, { ask: true }, abort.signal).catch((err: Error) => err);
+    const call2 = hold(two, 'ms-2', progress.two, { ask: true });
+    const [in1, in2] = await until(() => { const x = callOf('ms', 'ms-1'); const y = callOf('ms', 'ms-2'); return x && y ? [x, y] : undefined; }, 'both calls upstream');
+    assert.equal(in1.pid, in2.pid, 'the two grants share one upstream session at once');
+    const answered = await until(() => { const x = events('ms').filter((e) => e.event === 'answered'); return x.length === 2 ? x : undefined; }, 'both questions answered');
+    assert.deepEqual(answered.map((e) => [e.tag, e.error?.code]).sort(), [['ms-1', -32601], ['ms-2', -32601]], 'refused: nothing says whose call a question is');
+    assert.match(String(answered[0].error?.message), /carries several clients' requests at once \(pool\.concurrency\)/);
+    abort.abort();
+    await until(() => events('ms').find((e) => e.event === 'cancelled'), 'the cancellation upstream');
+    assert.ok(await call1 instanceof Error);
+    release('ms-2');
+    assert.equal(text(await call2), 'released ms-2');
+    assert.deepEqual(progress, { one: ['ms-1'], two: ['ms-2'] });
+    const who = JSON.parse(text(await two.callTool({ name: 'whoami', arguments: {} })));
+    assert.equal(who.pid, in1.pid, 'the session where a call was cancelled serves on (only what names a request leaves it)');
+    assert.equal(events('ms').filter((e) => e.event === 'initialize').length, 1, 'one upstream session throughout');
+    assert.ok(await metric('toolgate_pool_dropped_total', { server: 'ms', kind: 'request' }) >= 2);
+  });
+
+  it('limits and audit are as without concurrency: three concurrent calls of a tool limited to 2 — two run, one is denied, one audit row each', async () => {
+    const cs = [await modern('ml'), await modern('ml'), await modern('ml')];
+    const results = await Promise.all(cs.map((c) => c.callTool({ name: 'whoami', arguments: {} }).then((r: any) => r.isError ? 'denied' : JSON.parse(text(r)).pid, () => 'denied')));
+    const ran = results.filter((r) => r !== 'denied');
+    assert.equal(ran.length, 2, JSON.stringify(results));
+    assert.equal(new Set(ran).size, 1, 'both on the one session');
+    assert.equal(events('ml').filter((e) => e.tool === 'whoami').length, 2, 'the denied call never reached the server');
+    const rows = await until(() => {
+      audit.flush();
+      const r = audit.query({ kind: 'call', server: 'ml', tool: 'whoami', limit: 10 });
+      return r.length === 3 && r.every((x) => x.outcome !== null || x.decision === 'deny') ? r : undefined;
+    }, 'three audit rows');
+    assert.deepEqual(rows.map((r) => r.decision).sort(), ['allow', 'allow', 'deny']);
+    assert.deepEqual(rows.filter((r) => r.decision === 'allow').map((r) => r.outcome!.split(' ')[0]), ['result', 'result']);
+  });
+});
