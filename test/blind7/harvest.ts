@@ -1,0 +1,114 @@
+// Fetches real tool definitions for the seventh blind set (issue 24): MCP servers from npm that are in none
+// of test/corpus (see test/corpus/harvest.ts), test/blind, blind2 … blind6 (their harvest.ts, servers/ and
+// READMEs, including the packages they tried or dropped). Modelled on test/blind6/harvest.ts. The
+// definitions are kept exactly as listed, every page of tools/list.
+// Usage: node --import tsx test/blind7/harvest.ts PKGS_DIR [slug...]
+// PKGS_DIR holds one install prefix per target, PKGS_DIR/<slug>, made with
+//   npm install --prefix PKGS_DIR/<slug> --ignore-scripts --legacy-peer-deps PKG
+// (see README.md); each server is started over stdio with placeholder credentials and dead endpoints and
+// asked for every page of tools/list; the answer goes to servers/<slug>.json.
+// The harvest was run with no network at all, in a fresh network namespace with only loopback up:
+//   unshare -n sh -c 'ip link set lo up && exec node --import tsx test/blind7/harvest.ts PKGS_DIR'
+// so a server that phones home (telemetry, licence checks) reaches nothing.
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { tmpdir } from 'node:os';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { harvestToFile, type HarvestTarget } from '../helpers/list-tools.js';
+
+const FAKE = 'placeholder-not-a-real-credential';
+const SCRATCH = join(tmpdir(), 'blind7-harvest-scratch');
+const DEAD = 'http://127.0.0.1:1'; // nothing listens there: a server that calls out at start fails fast
+export const TARGETS: HarvestTarget[] = [
+  { slug: 'mssql-mcp', pkg: 'mssql-mcp', env: { DB_SERVER: '127.0.0.1', DB_PORT: '1', DB_USER: 'placeholder', DB_PASSWORD: FAKE, DB_DATABASE: 'placeholder' } },
+  { slug: 'codacy', pkg: '@codacy/codacy-mcp', env: { CODACY_ACCOUNT_TOKEN: FAKE } },
+  // the allowed paths are the server's arguments; the scratch dir is the only one.
+  { slug: 'mcp-cli', pkg: 'mcp-cli', args: [SCRATCH] },
+  { slug: 'jira-cloud-mcp', pkg: 'mcp-jira-cloud', env: { JIRA_BASE_URL: DEAD, JIRA_EMAIL: 'placeholder@example.invalid', JIRA_API_TOKEN: FAKE } },
+  { slug: 'coderabbit', pkg: 'coderabbitai-mcp', env: { GITHUB_PAT: FAKE } },
+  { slug: 'omnifocus', pkg: 'omnifocus-mcp' },
+  { slug: 'youtube-data', pkg: 'youtube-data-mcp-server', env: { YOUTUBE_API_KEY: FAKE } },
+  { slug: 'pabal-store', pkg: 'pabal-store-api-mcp' },
+  { slug: 'motion', pkg: 'motionmcp', env: { MOTION_API_KEY: FAKE } },
+  // every base tool group (the default); health checks of the dead orchestrator skipped at start.
+  { slug: 'agent-orchestrator-server', pkg: 'agent-orchestrator-mcp-server', env: { AGENT_ORCHESTRATOR_BASE_URL: DEAD, AGENT_ORCHESTRATOR_API_KEY: FAKE, SKIP_HEALTH_CHECKS: 'true' } },
+  { slug: 'gdrive-isaacphi', pkg: '@isaacphi/mcp-gdrive', env: { CLIENT_ID: 'placeholder.apps.googleusercontent.com', CLIENT_SECRET: FAKE, GDRIVE_CREDS_DIR: SCRATCH } },
+  // the package's CLI; its `mcp` command is the MCP server (Apps Script run on Node).
+  { slug: 'gas-fakes', pkg: '@mcpher/gas-fakes', args: ['mcp'] },
+  { slug: 'optimizely', pkg: '@simonecoelhosfo/optimizely-mcp-server', env: { MCP_MODE: 'true', OPTIMIZELY_API_TOKEN: FAKE, OPTIMIZELY_PROJECT_IDS: '0' } },
+  { slug: 'minimax', pkg: 'minimax-mcp-js', env: { MINIMAX_API_KEY: FAKE, MINIMAX_API_HOST: DEAD, MINIMAX_MCP_BASE_PATH: SCRATCH } },
+  { slug: 'transloadit', pkg: '@transloadit/mcp-server', args: ['stdio'], env: { TRANSLOADIT_KEY: FAKE, TRANSLOADIT_SECRET: FAKE } },
+  { slug: 'linear-server', pkg: 'mcp-server-linear', env: { LINEAR_ACCESS_TOKEN: FAKE } },
+  { slug: 'mem0', pkg: '@mem0/mcp-server', env: { MEM0_API_KEY: FAKE } },
+  { slug: 'mapbox-devkit', pkg: '@mapbox/mcp-devkit-server', env: { MAPBOX_ACCESS_TOKEN: `pk.${FAKE}` } },
+  { slug: 'search-console', pkg: 'search-console-mcp', env: { GOOGLE_APPLICATION_CREDENTIALS: `${SCRATCH}/missing-credentials.json`, BING_API_KEY: FAKE } },
+  { slug: 'didit', pkg: '@didit-protocol/mcp-server', env: { DIDIT_API_KEY: FAKE, DIDIT_API_BASE_URL: DEAD, DIDIT_AUTH_BASE_URL: DEAD } },
+  { slug: 'ableton-cookbook', pkg: 'ableton-cookbook-mcp' },
+  { slug: 'adobe-commerce', pkg: '@adobe-commerce/commerce-extensibility-tools' },
+  { slug: 'linear-mseep', pkg: '@mseep/linear-mcp', bin: 'linear-mcp', env: { LINEAR_API_KEY: FAKE } },
+  // the CLI's `mcp` command is its MCP server.
+  { slug: 'dex', pkg: '@zeeg/dex', args: ['mcp'] },
+  { slug: 'aicoin', pkg: '@aicoin/opendata-mcp', env: { AICOIN_ACCESS_KEY_ID: FAKE, AICOIN_ACCESS_SECRET: FAKE } },
+  { slug: 'datadog-i524', pkg: '@i524/datadog-mcp-server', env: { DD_API_KEY: FAKE, DD_APP_KEY: FAKE } },
+  { slug: 'sonarqube', pkg: 'sonarqube-mcp-server', env: { SONARQUBE_URL: DEAD, SONARQUBE_TOKEN: FAKE, SONARQUBE_ORGANIZATION: 'placeholder' } },
+  { slug: 'notebooklm', pkg: 'notebooklm-mcp' },
+  { slug: 'workiq', pkg: '@microsoft/workiq', args: ['mcp'] },
+  { slug: 'glean-local', pkg: '@gleanwork/local-mcp-server', env: { GLEAN_INSTANCE: 'placeholder', GLEAN_API_TOKEN: FAKE } },
+];
+
+// Servers shipped as a native executable inside an npm package (a Go build in a platform package): the
+// shared helper starts a bin with node, so these are started directly, with the same client, scratch dir,
+// timeout and output format as harvestToFile.
+export interface NativeTarget { slug: string; pkg: string; exe: string; args?: string[]; env?: Record<string, string> }
+export const NATIVE: NativeTarget[] = [
+  { slug: 'vaulttools-go', pkg: '@vaulttools/mcp-linux-x64', exe: 'bin/vaulttools-mcp', args: ['--allowed-dir', SCRATCH] },
+  { slug: 'onshape-go', pkg: '@onshape-mcp/linux-x64', exe: 'bin/onshape-mcp', env: { ONSHAPE_ACCESS_KEY: FAKE, ONSHAPE_SECRET_KEY: FAKE, ONSHAPE_API_URL: DEAD } },
+  { slug: 'cortex-go', pkg: '@temporal-cortex/cortex-mcp-linux-x64', exe: 'bin/cortex-mcp' },
+  { slug: 'git-library-go', pkg: '@git-library/mcp-linux-x64', exe: 'bin/git-library-mcp' },
+  { slug: 'kanoniv-go', pkg: '@kanoniv/mcp-linux-x64', exe: 'kanoniv-mcp', env: { KANONIV_API_KEY: FAKE, KANONIV_API_URL: DEAD } },
+  { slug: 'falconer-go', pkg: '@falconer/mcp-linux-x64', exe: 'falconer-mcp', env: { FALCONER_API_KEY: FAKE, FALCONER_API_URL: DEAD } },
+  { slug: 'mcp-cron-go', pkg: 'mcp-cron-linux-amd64', exe: 'bin/mcp-cron', args: ['--transport', 'stdio'] },
+];
+
+async function harvestNative(root: string, t: NativeTarget): Promise<void> {
+  const dir = join(root, t.slug, 'node_modules', t.pkg);
+  const exe = join(dir, t.exe);
+  chmodSync(exe, 0o755); // npm keeps the mode of a file that no bin field names as it was packed
+  const transport = new StdioClientTransport({
+    command: exe, args: t.args ?? [], cwd: SCRATCH,
+    env: { ...(process.env as Record<string, string>), HOME: SCRATCH, ...(t.env ?? {}) },
+    stderr: process.env.HARVEST_STDERR ? 'inherit' : 'ignore',
+  });
+  const client = new Client({ name: 'toolgate-blind7', version: '1' }, { capabilities: { sampling: {}, elicitation: {}, roots: {} } });
+  const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error('timeout')), 30000).unref());
+  try {
+    await Promise.race([client.connect(transport), timeout]);
+    const tools: unknown[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await Promise.race([client.listTools(cursor ? { cursor } : {}), timeout]);
+      tools.push(...page.tools);
+      cursor = page.nextCursor;
+    } while (cursor);
+    const version = (JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { version: string }).version;
+    const out = { server: { package: `${t.pkg}@${version}`, serverInfo: client.getServerVersion() ?? null, instructions: client.getInstructions() ?? null }, tools };
+    writeFileSync(join(import.meta.dirname, 'servers', `${t.slug}.json`), JSON.stringify(out, null, 1) + '\n');
+    console.log(`${t.slug}: ${tools.length} tools`);
+  } catch (err) {
+    console.log(`${t.slug}: FAILED ${(err as Error).message}`);
+  } finally {
+    await client.close().catch(() => {});
+  }
+}
+
+const harvest = (root: string, t: HarvestTarget): Promise<void> =>
+  harvestToFile(join(root, t.slug), t, join(import.meta.dirname, 'servers'), { client: 'toolgate-blind7', timeoutMs: 30000, scratch: SCRATCH, stderr: process.env.HARVEST_STDERR ? 'inherit' : 'ignore' });
+
+mkdirSync(SCRATCH, { recursive: true });
+mkdirSync(join(import.meta.dirname, 'servers'), { recursive: true });
+const root = process.argv[2];
+const only = process.argv.slice(3);
+for (const t of TARGETS) if (only.length === 0 || only.includes(t.slug)) await harvest(root, t);
+for (const t of NATIVE) if (only.length === 0 || only.includes(t.slug)) await harvestNative(root, t);
+process.exit(0);
