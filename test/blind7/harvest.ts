@@ -1,6 +1,7 @@
 // Fetches real tool definitions for the seventh blind set (issue 24): MCP servers from npm that are in none
 // of test/corpus (see test/corpus/harvest.ts), test/blind, blind2 … blind6 (their harvest.ts, servers/ and
-// READMEs, including the packages they tried or dropped). Modelled on test/blind6/harvest.ts. The
+// READMEs, including the packages they tried or dropped), plus (part two) five packages that an earlier set
+// names only as tried and left out, whose tools no set ever listed. Modelled on test/blind6/harvest.ts. The
 // definitions are kept exactly as listed, every page of tools/list.
 // Usage: node --import tsx test/blind7/harvest.ts PKGS_DIR [slug...]
 // PKGS_DIR holds one install prefix per target, PKGS_DIR/<slug>, made with
@@ -11,6 +12,7 @@
 //   unshare -n sh -c 'ip link set lo up && exec node --import tsx test/blind7/harvest.ts PKGS_DIR'
 // so a server that phones home (telemetry, licence checks) reaches nothing.
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -20,6 +22,54 @@ import { harvestToFile, type HarvestTarget } from '../helpers/list-tools.js';
 const FAKE = 'placeholder-not-a-real-credential';
 const SCRATCH = join(tmpdir(), 'blind7-harvest-scratch');
 const DEAD = 'http://127.0.0.1:1'; // nothing listens there: a server that calls out at start fails fast
+const MYSQL_STUB_PORT = 47100;
+
+// A stand-in MySQL server on loopback, for servers that open a connection before they list tools: it sends
+// a protocol-10 handshake (mysql_native_password), accepts any login with an OK packet and answers every
+// later command with OK (COM_QUIT closes). It holds no data and runs no SQL.
+function mysqlStub(port: number): Promise<() => void> {
+  const packet = (seq: number, payload: Buffer): Buffer => {
+    const h = Buffer.alloc(4);
+    h.writeUIntLE(payload.length, 0, 3);
+    h[3] = seq;
+    return Buffer.concat([h, payload]);
+  };
+  const ok = Buffer.from([0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00]); // 0 rows, id 0, autocommit, 0 warnings
+  const caps = 0x000ba20f; // LONG_PASSWORD … CONNECT_WITH_DB, PROTOCOL_41, TRANSACTIONS, SECURE_CONNECTION, MULTI_*, PLUGIN_AUTH
+  const handshake = (): Buffer => {
+    const b = Buffer.alloc(2 + 4 + 2 + 1 + 2 + 1 + 10);
+    b.writeUInt16LE(caps & 0xffff, 0);
+    b[2] = 0xff; // utf8mb4
+    b.writeUInt16LE(0x0002, 3);
+    b.writeUInt16LE(caps >>> 16, 5);
+    b[7] = 21;
+    return Buffer.concat([
+      Buffer.from([0x0a]), Buffer.from('8.0.0-blind7-stub\0'), Buffer.from([1, 0, 0, 0]),
+      Buffer.from('abcdefgh'), Buffer.from([0]), b.subarray(0, 8), Buffer.alloc(10),
+      Buffer.from('ijklmnopqrst\0'), Buffer.from('mysql_native_password\0'),
+    ]);
+  };
+  const server = createServer((sock: Socket) => {
+    let buf = Buffer.alloc(0);
+    let authed = false;
+    sock.write(packet(0, handshake()));
+    sock.on('data', (d) => {
+      buf = Buffer.concat([buf, d]);
+      while (buf.length >= 4) {
+        const len = buf.readUIntLE(0, 3);
+        if (buf.length < 4 + len) break;
+        const seq = buf[3];
+        const cmd = buf[4];
+        buf = buf.subarray(4 + len);
+        if (authed && cmd === 0x01) { sock.end(); return; }
+        authed = true;
+        sock.write(packet(seq + 1, ok));
+      }
+    });
+    sock.on('error', () => {});
+  });
+  return new Promise((resolve) => server.listen(port, '127.0.0.1', () => resolve(() => server.close())));
+}
 export const TARGETS: HarvestTarget[] = [
   { slug: 'mssql-mcp', pkg: 'mssql-mcp', env: { DB_SERVER: '127.0.0.1', DB_PORT: '1', DB_USER: 'placeholder', DB_PASSWORD: FAKE, DB_DATABASE: 'placeholder' } },
   { slug: 'codacy', pkg: '@codacy/codacy-mcp', env: { CODACY_ACCOUNT_TOKEN: FAKE } },
@@ -55,12 +105,29 @@ export const TARGETS: HarvestTarget[] = [
   { slug: 'notebooklm', pkg: 'notebooklm-mcp' },
   { slug: 'workiq', pkg: '@microsoft/workiq', args: ['mcp'] },
   { slug: 'glean-local', pkg: '@gleanwork/local-mcp-server', env: { GLEAN_INSTANCE: 'placeholder', GLEAN_API_TOKEN: FAKE } },
+  // Part two: four packages that test/corpus/harvest.ts names as tried and left out, but whose tools no set
+  // ever listed (see README.md). mysql-mcp connects before it lists anything: it is pointed at the loopback
+  // MySQL stand-in below (MYSQL_STUB_PORT), which only completes the handshake. Its default filter enables 38 of its 191 tools
+  // (the 'starter' group); MYSQL_MCP_TOOL_FILTER=+all enables every tool it has.
+  { slug: 'mysql-neverinfamous', pkg: '@neverinfamous/mysql-mcp', env: { MYSQL_HOST: '127.0.0.1', MYSQL_PORT: String(MYSQL_STUB_PORT), MYSQL_USER: 'placeholder', MYSQL_PASSWORD: FAKE, MYSQL_DATABASE: 'placeholder', MYSQL_MCP_TOOL_FILTER: '+all' } },
+  // its `serve` command is the MCP server; the project root is taken from the socket path (the scratch dir,
+  // where no relay daemon listens).
+  { slug: 'agent-relay', pkg: '@agent-relay/mcp', args: ['serve'], env: { RELAY_AGENT_NAME: 'placeholder', RELAY_SOCKET: `${SCRATCH}/.agent-relay/relay.sock`, CLOUD_API_URL: DEAD } },
+  // its env schema wants an AC… SID, a 32-character token and an E.164 number; the webhook server binds a
+  // port of this harvest's range on loopback; its SQLite store lives in the scratch dir. (better-sqlite3 is
+  // installed with --ignore-scripts, so its native binding was copied in from a build for this Node.)
+  { slug: 'twilio-mcp', pkg: 'twilio-mcp', env: { TWILIO_ACCOUNT_SID: 'AC00000000000000000000000000000000', TWILIO_AUTH_TOKEN: '0'.repeat(32), TWILIO_PHONE_NUMBER: '+15550000000', WEBHOOK_PORT: '47101', WEBHOOK_BASE_URL: DEAD, DATABASE_PATH: `${SCRATCH}/twilio.db` } },
+  // x402 payments: pays for HTTP calls from a USDC wallet it creates under HOME (the scratch dir) on first
+  // use; its `server` command is the MCP server. blind/README.md names it as tried and left out (it did not
+  // start there); its tools were never listed. --legacy-peer-deps leaves out siwe's peer `ethers`, without
+  // which it does not start, so its prefix was made with `npm install … agentcash ethers@5`.
+  { slug: 'agentcash', pkg: 'agentcash', args: ['server'] },
 ];
 
 // Servers shipped as a native executable inside an npm package (a Go build in a platform package): the
 // shared helper starts a bin with node, so these are started directly, with the same client, scratch dir,
 // timeout and output format as harvestToFile.
-export interface NativeTarget { slug: string; pkg: string; exe: string; args?: string[]; env?: Record<string, string> }
+export interface NativeTarget { slug: string; pkg: string; exe: string; node?: boolean; args?: string[]; env?: Record<string, string> }
 export const NATIVE: NativeTarget[] = [
   { slug: 'vaulttools-go', pkg: '@vaulttools/mcp-linux-x64', exe: 'bin/vaulttools-mcp', args: ['--allowed-dir', SCRATCH] },
   { slug: 'onshape-go', pkg: '@onshape-mcp/linux-x64', exe: 'bin/onshape-mcp', env: { ONSHAPE_ACCESS_KEY: FAKE, ONSHAPE_SECRET_KEY: FAKE, ONSHAPE_API_URL: DEAD } },
@@ -69,14 +136,17 @@ export const NATIVE: NativeTarget[] = [
   { slug: 'kanoniv-go', pkg: '@kanoniv/mcp-linux-x64', exe: 'kanoniv-mcp', env: { KANONIV_API_KEY: FAKE, KANONIV_API_URL: DEAD } },
   { slug: 'falconer-go', pkg: '@falconer/mcp-linux-x64', exe: 'falconer-mcp', env: { FALCONER_API_KEY: FAKE, FALCONER_API_URL: DEAD } },
   { slug: 'mcp-cron-go', pkg: 'mcp-cron-linux-amd64', exe: 'bin/mcp-cron', args: ['--transport', 'stdio'] },
+  // Part two. Not native: the MCP server is the package's main (dist/index.js), which no bin names (its
+  // bins are a docker CLI wrapper), so it is started as `node dist/index.js` the same way.
+  { slug: 'docker-0xshariq', pkg: '@0xshariq/docker-mcp-server', exe: 'dist/index.js', node: true },
 ];
 
 async function harvestNative(root: string, t: NativeTarget): Promise<void> {
   const dir = join(root, t.slug, 'node_modules', t.pkg);
   const exe = join(dir, t.exe);
-  chmodSync(exe, 0o755); // npm keeps the mode of a file that no bin field names as it was packed
+  if (!t.node) chmodSync(exe, 0o755); // npm keeps the mode of a file that no bin field names as it was packed
   const transport = new StdioClientTransport({
-    command: exe, args: t.args ?? [], cwd: SCRATCH,
+    command: t.node ? process.execPath : exe, args: [...(t.node ? [exe] : []), ...(t.args ?? [])], cwd: SCRATCH,
     env: { ...(process.env as Record<string, string>), HOME: SCRATCH, ...(t.env ?? {}) },
     stderr: process.env.HARVEST_STDERR ? 'inherit' : 'ignore',
   });
@@ -105,10 +175,12 @@ async function harvestNative(root: string, t: NativeTarget): Promise<void> {
 const harvest = (root: string, t: HarvestTarget): Promise<void> =>
   harvestToFile(join(root, t.slug), t, join(import.meta.dirname, 'servers'), { client: 'toolgate-blind7', timeoutMs: 30000, scratch: SCRATCH, stderr: process.env.HARVEST_STDERR ? 'inherit' : 'ignore' });
 
-mkdirSync(SCRATCH, { recursive: true });
+mkdirSync(join(SCRATCH, '.agent-relay'), { recursive: true });
 mkdirSync(join(import.meta.dirname, 'servers'), { recursive: true });
 const root = process.argv[2];
 const only = process.argv.slice(3);
+const stopStub = await mysqlStub(MYSQL_STUB_PORT);
 for (const t of TARGETS) if (only.length === 0 || only.includes(t.slug)) await harvest(root, t);
 for (const t of NATIVE) if (only.length === 0 || only.includes(t.slug)) await harvestNative(root, t);
+stopStub();
 process.exit(0);
