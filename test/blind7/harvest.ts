@@ -1,7 +1,7 @@
 // Fetches real tool definitions for the seventh blind set (issue 24): MCP servers from npm that are in none
 // of test/corpus (see test/corpus/harvest.ts), test/blind, blind2 … blind6 (their harvest.ts, servers/ and
 // READMEs, including the packages they tried or dropped), plus (part two) five packages that an earlier set
-// names only as tried and left out, whose tools no set ever listed. Modelled on test/blind6/harvest.ts. The
+// names only as tried and left out, whose tools no set ever listed (and three more in part three). Modelled on test/blind6/harvest.ts. The
 // definitions are kept exactly as listed, every page of tools/list.
 // Usage: node --import tsx test/blind7/harvest.ts PKGS_DIR [slug...]
 // PKGS_DIR holds one install prefix per target, PKGS_DIR/<slug>, made with
@@ -13,6 +13,7 @@
 // so a server that phones home (telemetry, licence checks) reaches nothing.
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Socket } from 'node:net';
+import { createServer as createHttpServer } from 'node:http';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -23,6 +24,7 @@ const FAKE = 'placeholder-not-a-real-credential';
 const SCRATCH = join(tmpdir(), 'blind7-harvest-scratch');
 const DEAD = 'http://127.0.0.1:1'; // nothing listens there: a server that calls out at start fails fast
 const MYSQL_STUB_PORT = 47100;
+const N8N_STUB_PORT = 47102;
 
 // A stand-in MySQL server on loopback, for servers that open a connection before they list tools: it sends
 // a protocol-10 handshake (mysql_native_password), accepts any login with an OK packet and answers every
@@ -67,6 +69,16 @@ function mysqlStub(port: number): Promise<() => void> {
       }
     });
     sock.on('error', () => {});
+  });
+  return new Promise((resolve) => server.listen(port, '127.0.0.1', () => resolve(() => server.close())));
+}
+// A stand-in for the n8n REST API on loopback, for a server that checks its API before it lists tools: it answers
+// GET /api/v1/workflows with an empty list (200) and everything else with 404. No workflows, nothing runs.
+function n8nStub(port: number): Promise<() => void> {
+  const server = createHttpServer((req, res) => {
+    const empty = req.method === 'GET' && (req.url ?? '').split('?')[0] === '/api/v1/workflows';
+    res.writeHead(empty ? 200 : 404, { 'content-type': 'application/json' });
+    res.end(empty ? '{"data":[]}' : '{"message":"not found"}');
   });
   return new Promise((resolve) => server.listen(port, '127.0.0.1', () => resolve(() => server.close())));
 }
@@ -122,6 +134,16 @@ export const TARGETS: HarvestTarget[] = [
   // start there); its tools were never listed. --legacy-peer-deps leaves out siwe's peer `ethers`, without
   // which it does not start, so its prefix was made with `npm install … agentcash ethers@5`.
   { slug: 'agentcash', pkg: 'agentcash', args: ['server'] },
+  // Part three: servers whose tools mostly run queries or code, deploy, or delete. Each is named by an earlier
+  // set only as tried and left out (test/corpus/harvest.ts: exits or connects before listing), and no set ever
+  // listed its tools. universal-db-mcp connects first, so it is pointed at the MySQL stand-in (writes enabled,
+  // which is what its write tools are for); the n8n server checks its API first, so it gets the n8n stand-in
+  // (n8nStub, port 47102); the rest get dead endpoints.
+  { slug: 'universal-db', pkg: 'universal-db-mcp', args: ['--type', 'mysql', '--host', '127.0.0.1', '--port', String(MYSQL_STUB_PORT), '--user', 'placeholder', '--password', FAKE, '--database', 'placeholder', '--danger-allow-write'] },
+  { slug: 'n8n-leonardsellem', pkg: '@leonardsellem/n8n-mcp-server', env: { N8N_API_URL: `http://127.0.0.1:${N8N_STUB_PORT}/api/v1`, N8N_API_KEY: FAKE, N8N_WEBHOOK_USERNAME: 'placeholder', N8N_WEBHOOK_PASSWORD: FAKE } },
+  // @railway/mcp-server@0.1.12 only prints that it is deprecated (moved into the Railway CLI) and exits, so its
+  // prefix holds 0.1.11, the last version with a server, plus `graphql`, a peer of graphql-request that it needs.
+  { slug: 'railway', pkg: '@railway/mcp-server', env: { RAILWAY_API_TOKEN: FAKE, RAILWAY_TOKEN: FAKE } },
 ];
 
 // Servers shipped as a native executable inside an npm package (a Go build in a platform package): the
@@ -180,7 +202,9 @@ mkdirSync(join(import.meta.dirname, 'servers'), { recursive: true });
 const root = process.argv[2];
 const only = process.argv.slice(3);
 const stopStub = await mysqlStub(MYSQL_STUB_PORT);
+const stopN8n = await n8nStub(N8N_STUB_PORT);
 for (const t of TARGETS) if (only.length === 0 || only.includes(t.slug)) await harvest(root, t);
 for (const t of NATIVE) if (only.length === 0 || only.includes(t.slug)) await harvestNative(root, t);
 stopStub();
+stopN8n();
 process.exit(0);
