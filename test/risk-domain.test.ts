@@ -50,6 +50,10 @@ describe('rebasing, restoring an earlier version, clearing or merging cells, and
     [{ name: 'binNote', description: 'Moves a note to the trash; it can be recovered for a week.', inputSchema: obj({ noteId: str }) }, 'Destructive'],
     [{ name: 'restore_note_from_trash', description: 'Moves a note from the trash back to the inbox.', inputSchema: obj({ noteId: str }) }, 'Write'],
   ]);
+  check({ name: 'schema-studio' }, [
+    [{ name: 'ship_draft', description: 'Ship the drafted schema edits. This executes the DDL on the app database.', inputSchema: obj({ appId: str }) }, 'Destructive'],
+    [{ name: 'show_draft_ddl', description: 'Show the DDL that shipping the drafted edits would run.', inputSchema: obj({ appId: str }) }, 'Read'],
+  ]);
   says({ name: 'slides' }, { name: 'shuffle_cards', description: 'Reorder cards in a deck. WARNING: This is a destructive operation.', inputSchema: obj({ order: { type: 'array', items: str } }) }, 'Destructive', /destructive operation/);
 });
 

@@ -16,7 +16,7 @@ import { type ServerProfile } from './from-server.js';
  * - clearing or merging cells, values or ranges of a sheet: the values are gone (a merge keeps only one);
  * - restoring an earlier version or revision into what is there now: the current one is overwritten;
  * - moving something to the trash ("the same as clicking Delete"): deleting, as the user sees it;
- * - the description says "this is a destructive operation";
+ * - the description says "this is a destructive operation", or that the call executes DDL (a migration can drop);
  * - an update that can widen who sees or changes an existing thing (a sharing policy, an access
  *   level, link discovery, granted privileges, a switch that turns a required approval off): it
  *   removes a protection, and what was seen cannot be unseen;
@@ -35,6 +35,7 @@ const SHEET_TEXT = /\b(?:spreadsheets?|sheets?|workbooks?|cells?|table)\b/;
 const VERSION_NOUNS = new Set(['version', 'versions', 'revision', 'revisions', 'history', 'checkpoint']);
 const EARLIER_VERSION = /\brestores? (?:a |an |the |its )?(?:historical|previous|earlier|older|old|past|prior) (?:version|revision|state)\b/;
 const TO_TRASH = /\b(?:moves?|sends?|puts?) (?:a |an |the |one |each |every |selected )?(?:[\w-]+ ){0,3}?(?:to|into) (?:the )?(?:trash|bin|recycle bin)\b/;
+const RUNS_DDL = /\b(?:execut|appl|run)(?:es|ies|s)? (?:the |its |all )?(?:staged )?ddl\b/;
 const SAYS_DESTRUCTIVE = /(?<![\w-])(?:this is|is) a destructive (?:operation|action|change|call)\b|\bwarning: (?:this is )?destructive\b/;
 /** Arguments that set who can see or change a thing: on an existing one, a call can open it to everyone. */
 const SHARING_PARAM = /^(?:sharing_?policy|sharingPolicy|access_?level|accessLevel|link_?sharing|linkSharing|allow_?file_?discovery|allowFileDiscovery|share_?with_?anyone|anyone_?with_?link)$/;
@@ -87,6 +88,9 @@ export function domainReading(tool: ToolDefinition, words: string[], action: Act
   if (restores) consider({ category: 'Destructive', effect: 'overwrites what is there now with an earlier version', leaned: true, evidence: { from: 'name', text: tool.name }, note: 'It restores an earlier version over the current one: what is there now is overwritten, so the most dangerous plausible effect is Destructive (the stricter reading, as confidence is low).' });
   const trash = current >= SEVERITY.Write && opening.includes('trash') ? TO_TRASH.exec(opening) : null;
   if (trash && !words.includes('restore') && !words.includes('list')) consider({ category: 'Destructive', effect: 'moves it to the trash, which is deleting', leaned: true, evidence: { from: 'description', text: trash[0] }, note: `It ${trash[0]}: that is deleting as the user sees it, and the trash empties itself, so it is Destructive (the stricter reading, as confidence is low).` });
+  // Applying staged changes by running their DDL: a migration's statements can DROP, and nothing brings a dropped table back.
+  const ddl = opening.includes('ddl') ? RUNS_DDL.exec(opening) : null;
+  if (ddl) consider({ category: 'Destructive', effect: 'runs DDL on the database, which can drop what is there', leaned: true, evidence: { from: 'description', text: ddl[0] }, note: `The description says it ${ddl[0]}: schema statements can drop tables and columns, so the most dangerous plausible effect is Destructive (the stricter reading, as confidence is low).` });
   const says = opening.includes('destructive') ? SAYS_DESTRUCTIVE.exec(opening) : null;
   if (says) consider({ category: 'Destructive', effect: 'is destructive, as its description says', leaned: false, evidence: { from: 'description', text: says[0] }, note: `The description says “${says[0]}”: text the server writes can make a tool stricter, so it is Destructive.` });
 
