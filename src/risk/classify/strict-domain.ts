@@ -54,7 +54,7 @@ const EMPTY_DELETES = /\b(?:an? )?(?:empty|blank) (?:[\w-]+ ){0,2}(?:to delete|d
 const ACTION_PARAM = /^(?:action|operation|op|mode|command|subcommand)$/;
 const REVIEW_VALUE = /^(?:create_?|submit_?|add_?)?reviews?$|^approve(?:_[a-z]+)?$/i;
 /** "pass run=true to actually spend", "the per-run cost capped by max_cost_usd": the call pays for what it runs. */
-const SPENDS = /\b(?:actually|really) spends?\b|\bcost (?:is )?capped by\b|\bmax_cost_usd\b|\bspends? real money\b/;
+const SPENDS = /\b(?:actually|really) spends?\b|\bcost (?:is )?capped by\b|\bmax_cost_usd\b|\bspends? real money\b/i;
 const TOOL_FIELD = /^(?:tool|tool_?name|toolName)$/;
 const ARGS_FIELD = /^(?:args|arguments|params|parameters|input)$/;
 const DESTROYING = new Set(['delete', 'remove', 'drop', 'destroy', 'purge', 'wipe', 'erase']);
@@ -128,7 +128,8 @@ export function domainReading(tool: ToolDefinition, words: string[], action: Act
   }
   // The text says a call spends money (model calls, sandboxes) when asked to, or caps what a run costs: each such call pays.
   const raw = tool.description ?? '';
-  const spends = current < SEVERITY.Financial && (raw.includes('spend') || raw.includes('cost')) ? SPENDS.exec(raw.slice(0, 4000).toLowerCase()) : null;
+  // Cheap guards first (this runs for every tool): the words each reading needs, before any regex over a long text.
+  const spends = current < SEVERITY.Financial && (raw.includes('spend') || raw.includes('capped') || raw.includes('max_cost')) ? SPENDS.exec(raw.length > 4000 ? raw.slice(0, 4000) : raw) : null;
   if (spends) consider({ category: 'Financial', effect: 'spends money when it runs', leaned: true, evidence: { from: 'description', text: spends[0] }, note: `The description says a call spends money (“${spends[0]}”): whatever else it does, such a call pays, so it is Financial (the stricter reading, as a dry run may be the default).` });
   return best;
 }
