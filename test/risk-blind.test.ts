@@ -8,8 +8,8 @@ import { ROOT } from './helpers/toolgate.js';
 /**
  * The blind sets (README.md in each test/blind… folder): real tools from servers outside the corpus, labelled
  * against SPEC section 5 before the classifier saw them. blind, blind2, blind3 and blind4 have been looked at
- * often enough that they are tuning data now (issue 24); blind5 joined them in round five; the measure is the
- * fresh set labelled after them (blind6), reported here like the others as soon as it lands. This test reports only aggregates — never an
+ * often enough that they are tuning data now (issue 24); blind5 joined them in round five and blind6 in round six;
+ * the measure is the fresh set labelled after them (blind7), reported here like the others as soon as it lands. This test reports only aggregates — never an
  * individual disagreement — and holds floors a little below and ceilings a little above what was reached, so a
  * regression shows. Beside accuracy it reports what the recommended policy lets through, judged with the real
  * engine (test/helpers/safety.ts): unsafe misses and over-holds, each with its 95% Wilson interval, and how
@@ -24,8 +24,8 @@ interface Floors {
   ceiling: { unsafe: number; overHolds: number };
 }
 
-// Ceilings sit just above what the classifier reaches (tune5, issue 24 round five: the broad structural classes of
-// src/risk/classify/strict-broad.ts); over-holds may never pass SPEC 5's target (5%). On the old sets a multi-action tool
+// Ceilings sit just above what the classifier reaches (tune6, issue 24 round six: destruction in a domain's words and
+// overwrite semantics, src/risk/classify/strict-domain.ts, after strict-broad.ts in round five); over-holds may never pass SPEC 5's target (5%). On the old sets a multi-action tool
 // held by allowlist counts as a miss when its label gives no per-action categories (blind: 9 of its 14 misses, blind2: 7 of 10).
 const KNOWN: Record<string, Floors> = {
   // Labels adjudicated with a second blind labeller at 92b862b (test/blind/ADJUDICATION.md).
@@ -33,15 +33,16 @@ const KNOWN: Record<string, Floors> = {
   'test/blind2': { labelledAt: '1d8e0e9', minTools: 420, floor: { overall: 0.9, perCategory: 0.72 }, ceiling: { unsafe: 0.12, overHolds: 0.03 } },
   'test/blind3': { labelledAt: '8e70291', minTools: 450, floor: { overall: 0.89, perCategory: 0.6 }, ceiling: { unsafe: 0.02, overHolds: 0.045 } },
   // Labelled blind at 1066c7e, second labelling 98947bd (kappa 0.916), settled by SPEC 5 at 7920dfc (test/blind4/ADJUDICATION.md).
-  'test/blind4': { labelledAt: '1066c7e', minTools: 950, floor: { overall: 0.81, perCategory: 0.7 }, ceiling: { unsafe: 0.04, overHolds: 0.04 } },
+  'test/blind4': { labelledAt: '1066c7e', minTools: 950, floor: { overall: 0.81, perCategory: 0.7 }, ceiling: { unsafe: 0.035, overHolds: 0.04 } },
   // The fresh measure for round four: labelled blind at 4c4e984, second labelling by two readers joined at 048fe46
   // (kappa 0.965), settled by SPEC 5 at 00b62e6 (test/blind5/ADJUDICATION.md); measured once after tune4 (86.4%, unsafe
   // misses 15.5%), then tuning data for round five (91.0%, unsafe misses 1.5% (4/265)): no longer a measure.
   'test/blind5': { labelledAt: '4c4e984', minTools: 1260, floor: { overall: 0.905, perCategory: 0.8 }, ceiling: { unsafe: 0.02, overHolds: 0.03 } },
   // The fresh measure for round five: labelled blind at 510bafb, second labelling by three readers joined at the
-  // merge of blind6p1-3 (kappa 0.904), settled by SPEC 5 at bbc0894 (test/blind6/ADJUDICATION.md); measured once, after
-  // tune5, never tuned on. The targets (unsafe 2%, over-holds 5%, 90%) are not met.
-  'test/blind6': { labelledAt: '510bafb', minTools: 1400, floor: { overall: 0.845, perCategory: 0 }, ceiling: { unsafe: 0.12, overHolds: 0.045 } },
+  // merge of blind6p1-3 (kappa 0.904), settled by SPEC 5 at bbc0894 (test/blind6/ADJUDICATION.md); measured once after
+  // tune5 (85.1%, unsafe misses 11.4% (32/281), over-holds 4.2%), then tuning data for round six (87.1%, unsafe misses
+  // 1.4% (4/281), over-holds 4.2%): no longer a measure.
+  'test/blind6': { labelledAt: '510bafb', minTools: 1400, floor: { overall: 0.865, perCategory: 0.24 }, ceiling: { unsafe: 0.02, overHolds: 0.045 } },
 };
 
 for (const dir of blindSets(ROOT)) {

@@ -217,7 +217,7 @@ export const PICTURE_NOUNS = new Set([
 export const MAKING_VERBS = new Set(['generate', 'render', 'draw', 'create', 'make', 'build', 'compose', 'suggest', 'plot', 'visualize', 'visualise', 'format', 'convert', 'construct', 'draft']);
 
 /** Query languages: running one is Execute even when it only reads (SPEC: "SQL (even read-only SQL)"). */
-export const QUERY_LANGUAGE = /\b(sql|promql|logql|metricsql|cypher|esql|es\|ql|instaql|graphql|sparql|kql|influxql|flux query|query dsl|query language|lucene|aggregation pipeline|datalog|n1ql|hogql|traceql|soql|sosl|wiql|jql)\b/;
+export const QUERY_LANGUAGE = /\b(sql|odata|promql|logql|metricsql|cypher|esql|es\|ql|instaql|graphql|sparql|kql|influxql|flux query|query dsl|query language|lucene|aggregation pipeline|datalog|n1ql|hogql|traceql|soql|sosl|wiql|jql)\b/;
 
 /** Parameters whose value is a query language: a call that takes one runs it. */
 export const LANGUAGE_PARAM = /^(?:sql|soql|sosl|wiql|jql|cypher|promql|logql|kql|hogql|esql|sparql|query_?dsl|where|where_?clause)$/i;

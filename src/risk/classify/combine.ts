@@ -12,6 +12,7 @@ import { type ServerProfile, serverProfile } from './from-server.js';
 import { dangerCue } from './cues.js';
 import { strictReading } from './strict.js';
 import { broadReading } from './strict-broad.js';
+import { domainReading } from './strict-domain.js';
 import { rationaleOf, type Source } from './rationale.js';
 import { ToolContext } from './tool-context.js';
 import { flowRolesOf } from '../../flows/roles.js';
@@ -173,6 +174,15 @@ export function classifyTool(tool: ToolDefinition, server: ServerContext = {}, p
     notes.push(broad.note);
     evidence.push(broad.evidence);
     if (broad.leaned) leanedStrict = true;
+  }
+  // Destruction in a domain's words and overwrite semantics (round six): a reset, a rebase, a restore, a sharing change.
+  const domain = domainReading(tool, words, action, lowerDescription, profile, ctx.browser);
+  if (domain) {
+    if (!action) source = 'schema';
+    action = { ...(action ?? { verb: tool.name, objects: [], phrase: '' }), category: domain.category, effect: domain.effect };
+    notes.push(domain.note);
+    evidence.push(domain.evidence);
+    if (domain.leaned) leanedStrict = true;
   }
   // Destructive outranks Execute when the tool is named for destroying ("drop_and_recreate_index" runs SQL, and drops).
   if (fromName?.category === 'Destructive' && action?.category === 'Execute') {
