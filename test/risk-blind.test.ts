@@ -43,7 +43,15 @@ const KNOWN: Record<string, Floors> = {
   // tune5 (85.1%, unsafe misses 11.4% (32/281), over-holds 4.2%), then tuning data for round six (87.1%, unsafe misses
   // 1.4% (4/281), over-holds 4.2%): no longer a measure.
   'test/blind6': { labelledAt: '510bafb', minTools: 1400, floor: { overall: 0.865, perCategory: 0.24 }, ceiling: { unsafe: 0.02, overHolds: 0.045 } },
+  // The fresh measure for round six: harvested in three parts (c33d288, 49c20b6, d3052b7), labelled blind by four
+  // readers joined at f2f350b, independently by four others joined at a73dbf3 (kappa 0.939), settled by SPEC 5 at
+  // 3636c4f (test/blind7/ADJUDICATION.md); 219 E/D/F, short of the 250 (the npm mirror here has few fresh
+  // servers left). Measured once with round five's classifier (80.9%, unsafe misses 27.9% (61/219)) and once after
+  // round six (81.0%, unsafe misses 27.4% (60/219), over-holds 3.6% (28/788)); never tuned on. The targets are not met.
+  'test/blind7': { labelledAt: 'f2f350b', minTools: 1000, floor: { overall: 0.805, perCategory: 0.09 }, ceiling: { unsafe: 0.28, overHolds: 0.04 } },
 };
+// The labelledAt and adjudication commits of blind4, blind5 and blind6 name the history of stops 28 and 29, which did
+// not land: on main those sets arrived together in one commit (5e160d0), their labels as adjudicated then.
 
 for (const dir of blindSets(ROOT)) {
   const known = KNOWN[dir];
