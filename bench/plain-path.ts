@@ -1,5 +1,5 @@
 // The plain call path (an allowed tools/call over stdio, no result policy, telemetry off) now,
-// against toolgate as of BENCH_BASE (default: c7ab4eb, the last commit before the 2026-07-28
+// against toolgate as of BENCH_BASE (default: 59d9011, the last landed commit before the 2026-07-28
 // protocol, input_required rounds, tasks, result policy, poisoning and telemetry), built apart.
 // Calls interleaved as in bench/latency.ts; added p50 over direct per round, and now ÷ base
 // paired per round, median [min–max]. Part of npm run bench; alone: node --import tsx bench/plain-path.ts [ROUNDS] [CALLS]
@@ -15,7 +15,7 @@ const ROOT = resolve(import.meta.dirname, '..');
 export async function benchPlainPath(rounds = Number(process.env.BENCH_ROUNDS ?? 5), calls = 1500): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'tg-plain-'));
   try {
-    const base = buildAt(dir, process.env.BENCH_BASE ?? 'c7ab4eb');
+    const base = buildAt(dir, process.env.BENCH_BASE ?? '59d9011');
     if (!base) {
       console.log('\nplain path: not a git checkout with the base commit; skipped');
       return;
