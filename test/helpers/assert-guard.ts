@@ -1,9 +1,10 @@
 // Node 20's assert.ok(value) without a message, when it fails, writes its message from the source of
 // the call: it reads the file named by the call site at the call site's line and column. Under tsx
 // those are the line and column of the transpiled code, not of the .ts file on disk: Node then reads
-// the wrong text, and for some files (multi-byte characters before the column, as in
-// floods.e2e.test.ts) its reader recurses one read of zero bytes at a time, re-tokenizing 12 KB of
-// TypeScript with acorn on each. The failing assertion spins the event loop for many minutes: no
+// the wrong text (it quotes another line), and for some files (floods.e2e.test.ts at 6b94fc6, with
+// multi-byte characters before the column) its reader recursed, re-parsing the text with acorn at
+// each level (findColumn 170+ frames deep after 25 s of CPU, seen with `node inspect -p`). The
+// failing assertion spins the event loop for many minutes: no
 // test timeout can fire (timers never run), and the file hits the runner's 10-minute file timeout
 // with no subtest output. This was the "hang" of floods.e2e.test.ts under load.
 //
