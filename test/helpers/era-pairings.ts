@@ -128,6 +128,8 @@ const call = (client: Client, c: Call) => client.callTool({ name: c.name, argume
 /** How often the upstream completed this tool (fixtures that record only). */
 const runs = (home: string, tool: string) => ran(join(home, 'runs.jsonl')).filter((r) => r.tool === tool).length;
 const decisionOf = (r: any) => (r._meta as any)?.['dev.toolgate/decision'];
+/** A wait that never ends fails the test that waited, with its name, not the whole file at 10 minutes. */
+const LIMIT = { timeout: 120_000 };
 
 /** The six pairings (three client modes × two upstreams) through one front, as node:test suites. */
 export function pairingSuites(front: Front): void {
@@ -148,32 +150,32 @@ for (const mode of ['legacy', 'auto', 'pinned'] as Mode[]) {
           assert.equal(pinned.code, 0, pinned.stderr);
         }
         p = await open(front, mode, u, home, elicited, requests);
-      });
-      after(async () => { await p?.close(); });
+      }, LIMIT);
+      after(async () => { await p?.close(); }, LIMIT);
 
-      it('negotiates the era the mode asks for', () => {
+      it('negotiates the era the mode asks for', LIMIT, () => {
         assert.equal(p.client.getNegotiatedProtocolVersion(), mode === 'legacy' ? '2025-11-25' : '2026-07-28');
       });
 
-      it('an allowed call returns the upstream\'s result', async () => {
+      it('an allowed call returns the upstream\'s result', LIMIT, async () => {
         const r = await call(p.client, u.allowed);
         assert.equal(r.isError, undefined, JSON.stringify(r));
         assert.match(JSON.stringify(r.content), u.allowed.result);
       });
 
-      it('a denied call\'s reason is readable by the agent (an isError result, no throw)', async () => {
+      it('a denied call\'s reason is readable by the agent (an isError result, no throw)', LIMIT, async () => {
         const r = await call(p.client, u.denied);
         assert.equal(denialText(r), '[POLICY DENIED] Not here: ask a person.');
         if (u.records) assert.equal(runs(home, u.denied.name), 0, 'the denied call never reached the upstream');
       });
 
-      it('a limit of 1 refuses the second call with "Limit reached"', async () => {
+      it('a limit of 1 refuses the second call with "Limit reached"', LIMIT, async () => {
         assert.equal(denialText(await call(p.client, u.limited)), undefined);
         assert.match(denialText(await call(p.client, u.limited)) ?? '', /Limit reached/);
         if (u.records) assert.equal(runs(home, u.limited.name), 1);
       });
 
-      it('an approval from the CLI releases the held call exactly once', async () => {
+      it('an approval from the CLI releases the held call exactly once', LIMIT, async () => {
         const held = call(p.client, u.cliApproval);
         const [pending] = await until(async () => { const l = await pendingApprovals(home, p.state); return l.length > 0 ? l : undefined; }, 'the held call to be listed');
         assert.equal(pending.tool, u.cliApproval.name);
@@ -187,7 +189,7 @@ for (const mode of ['legacy', 'auto', 'pinned'] as Mode[]) {
         if (u.records) assert.equal(runs(home, u.cliApproval.name), 1, 'the upstream ran the approved call once');
       });
 
-      it(`an approval in the client (${mode === 'legacy' ? 'elicitation/create' : 'input_required'}) releases the held call`, async () => {
+      it(`an approval in the client (${mode === 'legacy' ? 'elicitation/create' : 'input_required'}) releases the held call`, LIMIT, async () => {
         const r = await call(p.client, u.clientApproval);
         assert.equal(elicited.length, 1, 'the user was asked once');
         // A 2025 client is asked by an elicitation/create request; a 2026-07-28 client gets no request
@@ -200,7 +202,7 @@ for (const mode of ['legacy', 'auto', 'pinned'] as Mode[]) {
       });
 
       if (u.rugPulled) {
-        it('a tool whose definition changed since it was pinned is hidden and refused', async () => {
+        it('a tool whose definition changed since it was pinned is hidden and refused', LIMIT, async () => {
           const names = (await p.client.listTools()).tools.map((t) => t.name);
           assert.ok(!names.includes(u.rugPulled!.name) && names.includes(u.allowed.name), names.join());
           const r = await call(p.client, u.rugPulled!);
@@ -210,7 +212,7 @@ for (const mode of ['legacy', 'auto', 'pinned'] as Mode[]) {
         });
       }
 
-      it('the audit has one call row per call, with its decision, and the approvals with who gave them', async () => {
+      it('the audit has one call row per call, with its decision, and the approvals with who gave them', LIMIT, async () => {
         const out = await cli(home, state(['audit', '--json']));
         assert.equal(out.code, 0, out.stderr);
         const rows = JSON.parse(out.stdout) as any[];

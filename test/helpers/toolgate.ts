@@ -1,3 +1,5 @@
+// A failing assert.ok without a message must not spin for minutes under tsx (see assert-guard.ts).
+import './assert-guard.js';
 import { execFile, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
