@@ -169,24 +169,8 @@ export class Pool<T> {
     };
   }
 
-  /** Idle resources go to waiters whose owner may now take a lease (one of its leases ended). */
-  private serveIdle(): void {
-    if (this.opts.maxPerOwner === undefined) return;
-    for (const entry of [...this.entries]) {
-      while (this.room(entry)) {
-        const at = this.waiterFor(entry.resource);
-        if (at < 0) break;
-        const [waiter] = this.waiters.splice(at, 1);
-        clearTimeout(waiter.timer);
-        waiter.resolve(this.lease(entry, waiter.owner));
-      }
-    }
-    this.fill();
-  }
-
-  /** A freed resource: to the first waiters it suits while it has room, else idle (and closed after idleMs when beyond size). */
-  private handOn(entry: Entry<T>): void {
-    if (!this.entries.includes(entry)) return;
+  /** Leases of this resource to the first waiters it suits, while it has room. */
+  private giveToWaiters(entry: Entry<T>): void {
     while (this.room(entry)) {
       const at = this.waiterFor(entry.resource);
       if (at < 0) break;
@@ -194,6 +178,21 @@ export class Pool<T> {
       clearTimeout(waiter.timer);
       waiter.resolve(this.lease(entry, waiter.owner));
     }
+  }
+
+  /** Idle resources go to waiters whose owner may now take a lease (one of its leases ended). */
+  private serveIdle(): void {
+    if (this.opts.maxPerOwner === undefined) return;
+    for (const entry of [...this.entries]) {
+      this.giveToWaiters(entry);
+    }
+    this.fill();
+  }
+
+  /** A freed resource: to the first waiters it suits while it has room, else idle (and closed after idleMs when beyond size). */
+  private handOn(entry: Entry<T>): void {
+    if (!this.entries.includes(entry)) return;
+    this.giveToWaiters(entry);
     if (entry.leases > 0) return;
     // Most recently used last: handed out first next time.
     this.entries.splice(this.entries.indexOf(entry), 1);

@@ -10,13 +10,11 @@
 // The harvest was run with no network at all, in a fresh network namespace with only loopback up:
 //   unshare -n sh -c 'ip link set lo up && exec node --import tsx test/blind6/harvest.ts PKGS_DIR'
 // so a server that phones home (telemetry, licence checks) reaches nothing.
-import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { harvestToFile, type HarvestTarget } from '../helpers/list-tools.js';
 
 const FAKE = 'placeholder-not-a-real-credential';
@@ -72,35 +70,9 @@ export const NATIVE: NativeTarget[] = [
   { slug: 'telegram-go', pkg: '@chaindead/telegram-mcp_linux_amd64', exe: 'telegram-mcp', env: { TG_APP_ID: '1', TG_API_HASH: FAKE, TG_SESSION_PATH: `${SCRATCH}/telegram-session.json` } },
 ];
 
-async function harvestNative(root: string, t: NativeTarget): Promise<void> {
-  const dir = join(root, t.slug, 'node_modules', t.pkg);
-  const exe = join(dir, t.exe);
-  chmodSync(exe, 0o755); // npm keeps the mode of a file that no bin field names as it was packed
-  const transport = new StdioClientTransport({
-    command: exe, args: t.args ?? [], cwd: SCRATCH,
-    env: { ...(process.env as Record<string, string>), HOME: SCRATCH, ...(t.env ?? {}) },
-    stderr: process.env.HARVEST_STDERR ? 'inherit' : 'ignore',
-  });
-  const client = new Client({ name: 'toolgate-blind6', version: '1' }, { capabilities: { sampling: {}, elicitation: {}, roots: {} } });
-  const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error('timeout')), 30000).unref());
-  try {
-    await Promise.race([client.connect(transport), timeout]);
-    const tools: unknown[] = [];
-    let cursor: string | undefined;
-    do {
-      const page = await Promise.race([client.listTools(cursor ? { cursor } : {}), timeout]);
-      tools.push(...page.tools);
-      cursor = page.nextCursor;
-    } while (cursor);
-    const version = (JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { version: string }).version;
-    const out = { server: { package: `${t.pkg}@${version}`, serverInfo: client.getServerVersion() ?? null, instructions: client.getInstructions() ?? null }, tools };
-    writeFileSync(join(import.meta.dirname, 'servers', `${t.slug}.json`), JSON.stringify(out, null, 1) + '\n');
-    console.log(`${t.slug}: ${tools.length} tools`);
-  } catch (err) {
-    console.log(`${t.slug}: FAILED ${(err as Error).message}`);
-  } finally {
-    await client.close().catch(() => {});
-  }
+/** A native target, listed by the shared helper (which starts `exe` directly) with the same client, scratch dir, timeout and output. */
+function harvestNative(root: string, t: NativeTarget): Promise<void> {
+  return harvestToFile(join(root, t.slug), t, join(import.meta.dirname, 'servers'), { client: 'toolgate-blind6', timeoutMs: 30000, scratch: SCRATCH, stderr: process.env.HARVEST_STDERR ? 'inherit' : 'ignore' });
 }
 
 /** Answers GET /v1/status/leader like a Nomad agent (nothing else), so the Nomad server can start. */

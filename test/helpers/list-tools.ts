@@ -1,13 +1,17 @@
 // Lists an npm MCP server's tools over stdio, for the harvest scripts of test/corpus and the blind
 // sets (each keeps its own targets; the blind sets share one output format, harvestToFile).
-import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { chmodSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { Implementation } from '@modelcontextprotocol/sdk/types.js';
 
-/** A server installed with `npm install --ignore-scripts` under ROOT, started with its (named or first) bin. */
-export interface HarvestTarget { slug: string; pkg: string; bin?: string; args?: string[]; env?: Record<string, string> }
+/**
+ * A server installed with `npm install --ignore-scripts` under ROOT, started with its (named or first) bin,
+ * or with `exe`, a file of the package: a native executable (a Go build in a platform package), or with
+ * `node` a script that no bin names.
+ */
+export interface HarvestTarget { slug: string; pkg: string; bin?: string; args?: string[]; env?: Record<string, string>; exe?: string; node?: boolean }
 
 export interface Listing {
   /** The installed package's version. */
@@ -39,9 +43,19 @@ function binOf(root: string, t: HarvestTarget): string {
   return join(root, 'node_modules', t.pkg, bin);
 }
 
+/** The command and arguments that start a target. */
+function commandOf(root: string, t: HarvestTarget): [string, string[]] {
+  if (!t.exe) return [process.execPath, [binOf(root, t), ...(t.args ?? [])]];
+  const exe = join(root, 'node_modules', t.pkg, t.exe);
+  if (t.node) return [process.execPath, [exe, ...(t.args ?? [])]];
+  chmodSync(exe, 0o755); // npm keeps the mode of a file that no bin field names as it was packed
+  return [exe, t.args ?? []];
+}
+
 export async function listTools(root: string, t: HarvestTarget, opts: ListOptions): Promise<Listing> {
+  const [command, args] = commandOf(root, t);
   const transport = new StdioClientTransport({
-    command: process.execPath, args: [binOf(root, t), ...(t.args ?? [])], cwd: opts.scratch,
+    command, args, cwd: opts.scratch,
     env: { ...(process.env as Record<string, string>), ...(opts.scratch ? { HOME: opts.scratch } : {}), ...(t.env ?? {}) },
     stderr: opts.stderr ?? 'ignore',
   });
