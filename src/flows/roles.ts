@@ -37,6 +37,11 @@ const RUNS_CODE = /\b(execut\w*|evaluat\w*|runs? (?:a |the |an |arbitrary |any )
 const DESC_PRIVATE = /\b(?:reads?|returns?|lists?|gets?|retrieves?|shows?|searches?|queries|query|fetch(?:es)?|opens?) (?:the |a |an |your |all |any |user'?s? |their |one or more |multiple |specific |recent )?(?:contents? of (?:a |the |one or more )?)?(?:local |private |complete |full )?(files?|directory|directories|folders?|environment variables?|secrets?|credentials?|emails?|e-mails?|inbox|mailbox|database|tables?|rows?|records?|private repositor(?:y|ies)|repository files?|documents?|notes?|messages?|contacts?|calendar)/;
 const DESC_UNTRUSTED = /\b(web ?pages?|websites?|search results|(?:search(?:es)?|from) the (?:web|internet)|any url|given url|a url|the url|(?:fetch(?:es)?|retrieves?|downloads?|scrapes?|crawls?) [\w\s]{0,30}(?:url|page|site|web)|comments?|inbound|incoming|received|inbox|issue (?:body|bodies|comments)|user[- ]generated|third[- ]party content|untrusted)/;
 const DESC_EGRESS = /\b(sends? (?:a |an |the )?(?:message|email|e-mail|mail|sms|text|notification|dm|direct message|request|http|data|webhook|slack)|posts? (?:a |an |the )?(?:message|comment|tweet|reply|update|status|to)|publish(?:es)? |http (?:get|post|put|patch|delete|request)|makes? (?:an? )?(?:http|api|web) requests?|to (?:any|an arbitrary|a given|the given) (?:url|endpoint)|(?:calls?|triggers?|sends? to) (?:a |the )?webhook)/;
+/** Words DESC_EGRESS cannot match without: a cheap guard before it scans the description. */
+function mayEgress(desc: string): boolean {
+  return desc.includes('send') || desc.includes('post') || desc.includes('publish') || desc.includes('http ') || desc.includes('make') || desc.includes('webhook')
+    || desc.includes('to any') || desc.includes('to an arbitrary') || desc.includes('to a given') || desc.includes('to the given');
+}
 const URL_PARAM = /^(?:url|uri|urls|href|link|endpoint|website|webhook|webhook_?url|target_?url|page_?url|targetUrl|pageUrl|webhookUrl)$/;
 /** Verbs that neither read, fetch nor send: a name led by one plays no role by its name. */
 const OTHER_VERBS = new Set(['update', 'edit', 'delete', 'remove', 'resolve', 'stop', 'start', 'cancel', 'set', 'move', 'rename', 'close', 'merge', 'archive', 'unpublish', 'replay', 'reopen', 'assign', 'link', 'react', 'verify', 'validate', 'generate', 'wait', 'mark', 'toggle', 'enable', 'disable', 'count', 'like', 'flag', 'star', 'pin', 'label', 'tag', 'approve', 'type', 'press']);
@@ -75,7 +80,7 @@ export function flowRolesOf(tool: ToolDefinition, category?: Category): FlowRole
   // What is created is the last word: create_issue posts, create_issue_link does not.
   const outbound = objects.length && OUTBOUND_NOUNS.has(objects[objects.length - 1]) ? objects[objects.length - 1] : undefined;
   if (ours && verb && CREATES.has(verb) && outbound) add(evidence, 'egress', 'name', `${verb} ${outbound}`);
-  if (DESC_EGRESS.test(desc) && !(reads && category === 'Read')) add(evidence, 'egress', 'description', DESC_EGRESS.exec(desc)![0].trim());
+  if (mayEgress(desc) && DESC_EGRESS.test(desc) && !(reads && category === 'Read')) add(evidence, 'egress', 'description', DESC_EGRESS.exec(desc)![0].trim());
   const recipient = props.find(([n]) => RECIPIENT_PARAM.test(n))?.[0];
   if (recipient && props.some(([n]) => BODY_PARAM.test(n)) && category !== 'Read') add(evidence, 'egress', 'schema', `${recipient} and a body`);
   if (urlArg && (props.some(([n]) => METHOD_PARAM.test(n) || BODY_PARAM.test(n) || /headers?/.test(n)) || category === 'Execute' || (verb && UNTRUSTED_VERBS.has(verb)) || /\b(?:fetch|request|download|scrape|crawl|navigat|visit|open)\w*/.test(desc.slice(0, 200)) || reads)) {
