@@ -37,6 +37,11 @@ const RUNS_CODE = /\b(execut\w*|evaluat\w*|runs? (?:a |the |an |arbitrary |any )
 const DESC_PRIVATE = /\b(?:reads?|returns?|lists?|gets?|retrieves?|shows?|searches?|queries|query|fetch(?:es)?|opens?) (?:the |a |an |your |all |any |user'?s? |their |one or more |multiple |specific |recent )?(?:contents? of (?:a |the |one or more )?)?(?:local |private |complete |full )?(files?|directory|directories|folders?|environment variables?|secrets?|credentials?|emails?|e-mails?|inbox|mailbox|database|tables?|rows?|records?|private repositor(?:y|ies)|repository files?|documents?|notes?|messages?|contacts?|calendar)/;
 const DESC_UNTRUSTED = /\b(web ?pages?|websites?|search results|(?:search(?:es)?|from) the (?:web|internet)|any url|given url|a url|the url|(?:fetch(?:es)?|retrieves?|downloads?|scrapes?|crawls?) [\w\s]{0,30}(?:url|page|site|web)|comments?|inbound|incoming|received|inbox|issue (?:body|bodies|comments)|user[- ]generated|third[- ]party content|untrusted)/;
 const DESC_EGRESS = /\b(sends? (?:a |an |the )?(?:message|email|e-mail|mail|sms|text|notification|dm|direct message|request|http|data|webhook|slack)|posts? (?:a |an |the )?(?:message|comment|tweet|reply|update|status|to)|publish(?:es)? |http (?:get|post|put|patch|delete|request)|makes? (?:an? )?(?:http|api|web) requests?|to (?:any|an arbitrary|a given|the given) (?:url|endpoint)|(?:calls?|triggers?|sends? to) (?:a |the )?webhook)/;
+/** Words DESC_EGRESS cannot match without: a cheap guard before it scans the description. */
+function mayEgress(desc: string): boolean {
+  return desc.includes('send') || desc.includes('post') || desc.includes('publish') || desc.includes('http ') || desc.includes('make') || desc.includes('webhook')
+    || desc.includes('to any') || desc.includes('to an arbitrary') || desc.includes('to a given') || desc.includes('to the given');
+}
 const URL_PARAM = /^(?:url|uri|urls|href|link|endpoint|website|webhook|webhook_?url|target_?url|page_?url|targetUrl|pageUrl|webhookUrl)$/;
 /** Verbs that neither read, fetch nor send: a name led by one plays no role by its name. */
 const OTHER_VERBS = new Set(['update', 'edit', 'delete', 'remove', 'resolve', 'stop', 'start', 'cancel', 'set', 'move', 'rename', 'close', 'merge', 'archive', 'unpublish', 'replay', 'reopen', 'assign', 'link', 'react', 'verify', 'validate', 'generate', 'wait', 'mark', 'toggle', 'enable', 'disable', 'count', 'like', 'flag', 'star', 'pin', 'label', 'tag', 'approve', 'type', 'press']);
@@ -51,10 +56,14 @@ function topProps(tool: ToolDefinition): [string, Record<string, unknown>][] {
   return Object.entries(s.properties).filter(([, v]) => v && typeof v === 'object') as [string, Record<string, unknown>][];
 }
 
+/** Records a role's first evidence (a module function, not a closure per tool: tsx's `__name` costs ~1.6 µs a closure). */
+function add(evidence: FlowEvidence[], role: FlowRole, from: Evidence['from'], text: string): void {
+  if (!evidence.some((e) => e.role === role)) evidence.push({ role, from, text });
+}
+
 /** The flow roles of one tool, with evidence. `category` is the classifier's (a code runner is private and egress). */
 export function flowRolesOf(tool: ToolDefinition, category?: Category): FlowRoles {
   const evidence: FlowEvidence[] = [];
-  const add = (role: FlowRole, from: Evidence['from'], text: string) => { if (!evidence.some((e) => e.role === role)) evidence.push({ role, from, text }); };
   const words = nameWords(tool.name);
   const desc = (tool.description ?? '').slice(0, 600).toLowerCase();
   const props = topProps(tool);
@@ -67,33 +76,33 @@ export function flowRolesOf(tool: ToolDefinition, category?: Category): FlowRole
   const urlArg = props.find(([n, s]) => URL_PARAM.test(n) || s.format === 'uri')?.[0];
 
   // egress
-  if (ours && verb && EGRESS_VERBS.has(verb) && !(verb === 'message' && objects.length === 0 && words.length > 1) && !(verb === 'call' && !urlArg) && !(verb === 'request' && !urlArg)) add('egress', 'name', verb);
+  if (ours && verb && EGRESS_VERBS.has(verb) && !(verb === 'message' && objects.length === 0 && words.length > 1) && !(verb === 'call' && !urlArg) && !(verb === 'request' && !urlArg)) add(evidence, 'egress', 'name', verb);
   // What is created is the last word: create_issue posts, create_issue_link does not.
   const outbound = objects.length && OUTBOUND_NOUNS.has(objects[objects.length - 1]) ? objects[objects.length - 1] : undefined;
-  if (ours && verb && CREATES.has(verb) && outbound) add('egress', 'name', `${verb} ${outbound}`);
-  if (DESC_EGRESS.test(desc) && !(reads && category === 'Read')) add('egress', 'description', DESC_EGRESS.exec(desc)![0].trim());
+  if (ours && verb && CREATES.has(verb) && outbound) add(evidence, 'egress', 'name', `${verb} ${outbound}`);
+  if (mayEgress(desc) && DESC_EGRESS.test(desc) && !(reads && category === 'Read')) add(evidence, 'egress', 'description', DESC_EGRESS.exec(desc)![0].trim());
   const recipient = props.find(([n]) => RECIPIENT_PARAM.test(n))?.[0];
-  if (recipient && props.some(([n]) => BODY_PARAM.test(n)) && category !== 'Read') add('egress', 'schema', `${recipient} and a body`);
+  if (recipient && props.some(([n]) => BODY_PARAM.test(n)) && category !== 'Read') add(evidence, 'egress', 'schema', `${recipient} and a body`);
   if (urlArg && (props.some(([n]) => METHOD_PARAM.test(n) || BODY_PARAM.test(n) || /headers?/.test(n)) || category === 'Execute' || (verb && UNTRUSTED_VERBS.has(verb)) || /\b(?:fetch|request|download|scrape|crawl|navigat|visit|open)\w*/.test(desc.slice(0, 200)) || reads)) {
-    add('egress', 'schema', `${urlArg} (a request to a URL the caller chooses carries data out)`);
+    add(evidence, 'egress', 'schema', `${urlArg} (a request to a URL the caller chooses carries data out)`);
   }
   // untrusted
-  if (verb && UNTRUSTED_VERBS.has(verb)) add('untrusted', 'name', verb);
+  if (verb && UNTRUSTED_VERBS.has(verb)) add(evidence, 'untrusted', 'name', verb);
   const foreign = objects.find((w) => UNTRUSTED_NOUNS.has(w));
-  if (reads && foreign) add('untrusted', 'name', `${verb} ${foreign}`);
-  if (!verb && words.some((w) => ['search', 'web'].includes(w)) && words.includes('web')) add('untrusted', 'name', 'web');
-  if (words.includes('search') && words.some((w) => ['web', 'news', 'internet', 'google', 'brave', 'bing'].includes(w))) add('untrusted', 'name', 'web search');
-  if ((reads || (!verb && category === 'Read')) && DESC_UNTRUSTED.test(desc.slice(0, 300))) add('untrusted', 'description', DESC_UNTRUSTED.exec(desc)![0].trim());
-  if (urlArg && (reads || category === 'Read' || category === 'Execute')) add('untrusted', 'schema', urlArg);
+  if (reads && foreign) add(evidence, 'untrusted', 'name', `${verb} ${foreign}`);
+  if (!verb && words.some((w) => ['search', 'web'].includes(w)) && words.includes('web')) add(evidence, 'untrusted', 'name', 'web');
+  if (words.includes('search') && words.some((w) => ['web', 'news', 'internet', 'google', 'brave', 'bing'].includes(w))) add(evidence, 'untrusted', 'name', 'web search');
+  if ((reads || (!verb && category === 'Read')) && DESC_UNTRUSTED.test(desc.slice(0, 300))) add(evidence, 'untrusted', 'description', DESC_UNTRUSTED.exec(desc)![0].trim());
+  if (urlArg && (reads || category === 'Read' || category === 'Execute')) add(evidence, 'untrusted', 'schema', urlArg);
   // private
   const mine = objects.find((w) => PRIVATE_NOUNS.has(w));
-  if (reads && mine && !(foreign && !PRIVATE_NOUNS.has(foreign) && foreign === mine)) add('private', 'name', `${verb} ${mine}`);
-  if ((reads || (!verb && category === 'Read')) && DESC_PRIVATE.test(desc.slice(0, 300))) add('private', 'description', DESC_PRIVATE.exec(desc)![0].trim());
+  if (reads && mine && !(foreign && !PRIVATE_NOUNS.has(foreign) && foreign === mine)) add(evidence, 'private', 'name', `${verb} ${mine}`);
+  if ((reads || (!verb && category === 'Read')) && DESC_PRIVATE.test(desc.slice(0, 300))) add(evidence, 'private', 'description', DESC_PRIVATE.exec(desc)![0].trim());
   const pathArg = props.find(([n]) => PATH_PARAM.test(n))?.[0];
-  if (pathArg && (reads || category === 'Read')) add('private', 'schema', pathArg);
+  if (pathArg && (reads || category === 'Read')) add(evidence, 'private', 'schema', pathArg);
   if (category === 'Execute' && RUNS_CODE.test(desc.slice(0, 300))) {
-    add('private', 'description', `${RUNS_CODE.exec(desc)![0]} (code can read whatever the server can)`);
-    add('egress', 'description', `${RUNS_CODE.exec(desc)![0]} (code can send data anywhere)`);
+    add(evidence, 'private', 'description', `${RUNS_CODE.exec(desc)![0]} (code can read whatever the server can)`);
+    add(evidence, 'egress', 'description', `${RUNS_CODE.exec(desc)![0]} (code can send data anywhere)`);
   }
   const roles = FLOW_ROLES.filter((r) => evidence.some((e) => e.role === r));
   return { roles, evidence: roles.map((r) => evidence.find((e) => e.role === r)!) };

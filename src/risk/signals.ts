@@ -28,15 +28,16 @@ function anyProp(props: Property[], re: RegExp): boolean {
   return props.some((p) => re.test(p.name));
 }
 
+// Each prose regex is guarded by an `includes` of a word it cannot match without (cheap, and the answer is the same).
 export function signalsOf(tool: ToolDefinition, nameWords: string[], prose: string): Signal[] {
   const props = properties(tool.inputSchema);
   const top = tool.inputSchema && typeof tool.inputSchema === 'object' ? Object.keys(((tool.inputSchema as Record<string, unknown>).properties as object) ?? {}) : [];
   const out: Signal[] = [];
-  if (anyProp(props, PATH_PARAM) || /\bfile ?(path|system)\b|\bdirector(y|ies)\b/.test(prose)) out.push('filesystem_path');
-  if (anyProp(props, URL_PARAM) || props.some((p) => p.schema.format === 'uri') || /\burls?\b/.test(prose)) out.push('url');
-  if (anyProp(props, CODE_PARAM) || /\b(sql|javascript|script|shell command|expression)\b/.test(prose)) out.push('code_or_query');
-  if (anyProp(props, CREDENTIAL_PARAM) || CREDENTIAL_WORDS.test(nameWords.join(' ')) || /\b(environment variables|secrets?|credentials?|api keys?|passwords?|connection string)\b/.test(prose)) out.push('credentials');
-  if (anyProp(props, TEMPLATE_PARAM) || /\b(html|template)\b/.test(prose)) out.push('html_or_template');
+  if (anyProp(props, PATH_PARAM) || ((prose.includes('file') || prose.includes('director')) && /\bfile ?(path|system)\b|\bdirector(y|ies)\b/.test(prose))) out.push('filesystem_path');
+  if (anyProp(props, URL_PARAM) || props.some((p) => p.schema.format === 'uri') || (prose.includes('url') && /\burls?\b/.test(prose))) out.push('url');
+  if (anyProp(props, CODE_PARAM) || ((prose.includes('sql') || prose.includes('script') || prose.includes('shell command') || prose.includes('expression')) && /\b(sql|javascript|script|shell command|expression)\b/.test(prose))) out.push('code_or_query');
+  if (anyProp(props, CREDENTIAL_PARAM) || CREDENTIAL_WORDS.test(nameWords.join(' ')) || ((prose.includes('secret') || prose.includes('credential') || prose.includes('password') || prose.includes('api key') || prose.includes('environment variables') || prose.includes('connection string')) && /\b(environment variables|secrets?|credentials?|api keys?|passwords?|connection string)\b/.test(prose))) out.push('credentials');
+  if (anyProp(props, TEMPLATE_PARAM) || ((prose.includes('html') || prose.includes('template')) && /\b(html|template)\b/.test(prose))) out.push('html_or_template');
   if (nameWords.some((w) => BULK_WORDS.test(w))) out.push('bulk');
   if (top.length > 8) out.push('many_parameters');
   if (tool.annotations?.openWorldHint === true) out.push('open_world');

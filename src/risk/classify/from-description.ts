@@ -82,11 +82,12 @@ export function descriptionAction(description: string, ctx: Context): Action | u
     return v ? { ...refine(v.base, v.category, ctx.nameNouns(), ctx), verb: v.base, lead: true } : undefined;
   }
   const foreign = tongue === 'foreign';
-  const firstVerb = sentence.split(/\s+/).findIndex((w) => lookupVerb(w.replace(/[^a-z0-9-]/g, '')));
+  const sentenceWords = sentence.split(/\s+/);
+  const firstVerb = sentenceWords.findIndex((w) => lookupVerb(w.replace(/[^a-z0-9-]/g, '')));
   const phrase = phraseAction(sentence);
-  const phraseAt = phrase ? sentence.split(/\s+/).indexOf(phrase.verb.split(' ')[0]) : -1;
+  const phraseAt = phrase ? sentenceWords.indexOf(phrase.verb.split(' ')[0]) : -1;
   // An agent named as the thing acted on ("注册新的 AI Agent", "register an AI agent") is not work handed to it.
-  if (phrase && !foreign && (firstVerb < 0 ? phraseAt === 0 || phrase.category !== 'Execute' || !/agent|assistant/.test(phrase.verb) : phraseAt <= firstVerb + 1)) return { ...phrase, phrase: objectPhrase(first.text.slice(fluff).split(/\s+/), sentence.split(/\s+/).indexOf(phrase.verb.split(' ').pop()!) + 1) };
+  if (phrase && !foreign && (firstVerb < 0 ? phraseAt === 0 || phrase.category !== 'Execute' || !/agent|assistant/.test(phrase.verb) : phraseAt <= firstVerb + 1)) return { ...phrase, phrase: objectPhrase(first.text.slice(fluff).split(/\s+/), sentenceWords.indexOf(phrase.verb.split(' ').pop()!) + 1) };
   // "switch/suspend/resume" lists verbs as a slashed list does: one token each.
   const raw: string[] = [];
   /** Verbs of a parenthesised list ("record operations (create/update/delete)"): each acts on the sentence's object. */

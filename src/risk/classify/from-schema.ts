@@ -130,6 +130,11 @@ export function actionValues(tool: ToolDefinition, objects: string[], ctx: Conte
   return methodValues(tool);
 }
 
+/** `action` with its reason if it is stricter than the best so far (or `base`): a module function, not a closure per tool (tsx's `__name` costs ~1.6 µs a closure). */
+function considered(best: { action: Action; why: string } | undefined, base: Action | undefined, action: Action, why: string): { action: Action; why: string } | undefined {
+  return SEVERITY[action.category] > SEVERITY[best?.action.category ?? base?.category ?? 'Read'] ? { action, why } : best;
+}
+
 /**
  * What the schema lets one call do beyond the name's verb: an `operation` enum that can also
  * delete, or a `force` flag on a push. The most dangerous plausible effect decides (SPEC 5).
@@ -137,21 +142,18 @@ export function actionValues(tool: ToolDefinition, objects: string[], ctx: Conte
 export function schemaAction(tool: ToolDefinition, base: Action | undefined, objects: string[], ctx: Context): { action: Action; why: string } | undefined {
   let best: { action: Action; why: string } | undefined;
   let lower: { action: Action; why: string } | undefined;
-  const consider = (action: Action, why: string) => {
-    if (SEVERITY[action.category] > SEVERITY[best?.action.category ?? base?.category ?? 'Read']) best = { action, why };
-  };
   for (const [name, schema] of topProperties(tool)) {
     const values = choicesOf(name, schema);
     const verbs = values.filter((v) => { const w = nameWords(v)[0] ?? ''; return lookupVerb(w)?.base === w; });
     if (ACTION_PARAM.test(name) && base && FORCEABLE.has(base.verb) && values.includes('hard')) {
-      consider({ ...base, category: 'Destructive', effect: 'discards work that cannot be recovered' }, `its \`${name}\` argument accepts "hard", which discards work`);
+      best = considered(best, base, { ...base, category: 'Destructive', effect: 'discards work that cannot be recovered' }, `its \`${name}\` argument accepts "hard", which discards work`);
     }
     if (isActionEnum(name, schema, values, verbs)) {
       let most: Action | undefined;
       for (const [value, action] of valueActions(values, objects, ctx)) {
         if (!action) continue;
         if (!most || SEVERITY[action.category] > SEVERITY[most.category]) most = action;
-        consider(action, `its \`${name}\` argument can also ${value.replace(/[_-]+/g, ' ')}`);
+        best = considered(best, base, action, `its \`${name}\` argument can also ${value.replace(/[_-]+/g, ' ')}`);
       }
       // A generic name ("manage_data_model") does no more than its actions: if they only read, so does it.
       if (most?.category === 'Read' && base?.category === 'Write' && GENERIC_VERBS.has(base.verb)) {
@@ -159,17 +161,17 @@ export function schemaAction(tool: ToolDefinition, base: Action | undefined, obj
       }
     }
     if (schema.type === 'boolean' && /^(?:delete|purge|wipe|erase)_?[a-z]/i.test(name)) {
-      consider({ ...(base ?? { verb: 'delete', objects, phrase: nounPhrase(objects) }), category: 'Destructive', effect: 'can delete data as it goes' }, `its \`${name}\` option deletes data`);
+      best = considered(best, base, { ...(base ?? { verb: 'delete', objects, phrase: nounPhrase(objects) }), category: 'Destructive', effect: 'can delete data as it goes' }, `its \`${name}\` option deletes data`);
     }
-    if (LANGUAGE_PARAM.test(name) && base && base.effect !== HANDS_BACK) consider({ ...base, category: 'Execute', effect: 'runs a query language, which is Execute even when it only reads' }, `its \`${name}\` argument takes a query language`);
+    if (LANGUAGE_PARAM.test(name) && base && base.effect !== HANDS_BACK) best = considered(best, base, { ...base, category: 'Execute', effect: 'runs a query language, which is Execute even when it only reads' }, `its \`${name}\` argument takes a query language`);
     if (FORCE_PARAM.test(name) && schema.type === 'boolean' && base && (FORCEABLE.has(base.verb) || SEVERITY[base.category] >= SEVERITY.Write && /overwrit|discard|los[et]|destroy|history/.test(String(schema.description ?? '').toLowerCase()))) {
-      consider({ ...base, category: 'Destructive', effect: 'can discard work that cannot be recovered' }, `its \`${name}\` option forces the change through, discarding what it replaces`);
+      best = considered(best, base, { ...base, category: 'Destructive', effect: 'can discard work that cannot be recovered' }, `its \`${name}\` option forces the change through, discarding what it replaces`);
     }
   }
   const method = methodValues(tool);
   if (method) {
     const del = Object.keys(method.values).find((v) => method.values[v] === 'Destructive')!;
-    consider({ ...(base ?? { verb: 'call', objects, phrase: 'an API' }), category: 'Destructive', effect: 'can delete whatever the endpoint names' }, `its \`${method.param}\` argument can also be ${del}, which deletes whatever the endpoint names`);
+    best = considered(best, base, { ...(base ?? { verb: 'call', objects, phrase: 'an API' }), category: 'Destructive', effect: 'can delete whatever the endpoint names' }, `its \`${method.param}\` argument can also be ${del}, which deletes whatever the endpoint names`);
   }
   return best ?? lower;
 }

@@ -110,10 +110,8 @@ export function refine(verb: string, base: Category, objects: string[], ctx: Con
   }
   if ((MONEY_VERBS_ON_OBJECT[verb] || (ctx.money && METERED_VERBS.has(verb))) && objects.length > 0) {
     // "work order", "access token": a qualifier before a word picks its sense.
-    const qualified = (i: number) => i > 0 && NON_MONEY_QUALIFIERS.has(objects[i - 1]) && !isNoun(MONEY_NOUNS, objects[i]);
-    const moneyAt = (i: number) => isMoney(objects[i], verb, ctx) && !qualified(i);
     const directAt = objects.lastIndexOf(direct);
-    const moneyHead = (directAt >= 0 ? moneyAt(directAt) : isMoney(direct, verb, ctx)) || (MONEY_HEADS.has(direct) && objects.some((_, i) => moneyAt(i)));
+    const moneyHead = (directAt >= 0 ? moneyAt(objects, directAt, verb, ctx) : isMoney(direct, verb, ctx)) || (MONEY_HEADS.has(direct) && objects.some((_, i) => moneyAt(objects, i, verb, ctx)));
     if (moneyHead && !isNoun(REPORT_NOUNS, direct)) return actOf(verb, objects, phrase, 'Financial', 'moves money or creates an obligation to pay');
     // Where money is the business, a document of any type can be an invoice or an order.
     if (ctx.money && GENERIC_DOCUMENTS.has(direct) && MONEY_DOCUMENT_VERBS.has(verb) && objects.filter((o) => !ctx.serverWords.has(o)).length === 1) return actOf(verb, objects, phrase, 'Financial', 'can create or change a money document (an invoice, an order, a payment) on a server whose business is money');
@@ -220,4 +218,9 @@ export function refine(verb: string, base: Category, objects: string[], ctx: Con
       }
       return actOf(verb, objects, phrase, 'Financial', 'moves money');
   }
+}
+
+/** The object at `i` is money, and no qualifier before it picks another sense ("work order", "access token"); module level, not closures per call (tsx's `__name`). */
+function moneyAt(objects: string[], i: number, verb: string, ctx: Context): boolean {
+  return isMoney(objects[i], verb, ctx) && !(i > 0 && NON_MONEY_QUALIFIERS.has(objects[i - 1]) && !isNoun(MONEY_NOUNS, objects[i]));
 }

@@ -1,7 +1,7 @@
 import { SEVERITY, type ToolDefinition } from '../types.js';
 import { nameWords } from '../words.js';
 import { type Action } from './context.js';
-import { type Escalation } from './strict.js';
+import { type Escalation, stricterEscalation } from './strict.js';
 import { topProperties } from './from-schema.js';
 import { type ServerProfile } from './from-server.js';
 
@@ -71,28 +71,27 @@ export function domainReading(tool: ToolDefinition, words: string[], action: Act
   if (current >= SEVERITY.Destructive) return undefined;
   const opening = description.slice(0, 400);
   let best: Escalation | undefined;
-  const consider = (e: Escalation) => { if (SEVERITY[e.category] > Math.max(current, SEVERITY[best?.category ?? 'Read'])) best = e; };
   const first = words[0] ?? '';
 
   if (words.includes('reset') && !browser && !words.some((w) => RESET_KEEPS.has(w)) && !RESET_KEEPS_TEXT.test(opening.slice(0, 160))) {
-    consider({ category: 'Destructive', effect: 'resets it, and what was there is lost', leaned: true, evidence: { from: 'name', text: 'reset' }, note: 'It resets something to its defaults or an empty state: what it held before (settings, learned state, messages) is gone, so the most dangerous plausible effect is Destructive (the stricter reading, as confidence is low).' });
+    best = stricterEscalation(best, current, { category: 'Destructive', effect: 'resets it, and what was there is lost', leaned: true, evidence: { from: 'name', text: 'reset' }, note: 'It resets something to its defaults or an empty state: what it held before (settings, learned state, messages) is gone, so the most dangerous plausible effect is Destructive (the stricter reading, as confidence is low).' });
   }
   if (words.includes('rebase')) {
-    consider({ category: 'Destructive', effect: 'rewrites a branch\'s commits', leaned: true, evidence: { from: 'name', text: 'rebase' }, note: 'Rebasing rewrites a branch\'s commits onto another base: the old commits leave the branch, so what came before is lost from it (Destructive, the stricter reading as confidence is low).' });
+    best = stricterEscalation(best, current, { category: 'Destructive', effect: 'rewrites a branch\'s commits', leaned: true, evidence: { from: 'name', text: 'rebase' }, note: 'Rebasing rewrites a branch\'s commits onto another base: the old commits leave the branch, so what came before is lost from it (Destructive, the stricter reading as confidence is low).' });
   }
   if ((first === 'clear' || first === 'merge' || words[1] === 'clear' || words[1] === 'merge') && words.some((w) => CELL_NOUNS.has(w)) && SHEET_TEXT.test(`${words.join(' ')} ${opening}`)) {
     const verb = words.includes('merge') ? 'merge' : 'clear';
-    consider({ category: 'Destructive', effect: verb === 'merge' ? 'merges cells, keeping only one value' : 'clears the values it names', leaned: false, evidence: { from: 'name', text: tool.name }, note: verb === 'merge' ? 'Merging cells keeps only the first cell\'s value and discards the others, which unmerging does not bring back: Destructive.' : 'It clears the values of cells or a range: the data is gone, even where the cells stay, so it is Destructive.' });
+    best = stricterEscalation(best, current, { category: 'Destructive', effect: verb === 'merge' ? 'merges cells, keeping only one value' : 'clears the values it names', leaned: false, evidence: { from: 'name', text: tool.name }, note: verb === 'merge' ? 'Merging cells keeps only the first cell\'s value and discards the others, which unmerging does not bring back: Destructive.' : 'It clears the values of cells or a range: the data is gone, even where the cells stay, so it is Destructive.' });
   }
   const restores = words.includes('restore') && (words.some((w) => VERSION_NOUNS.has(w)) || EARLIER_VERSION.test(opening)) && !words.includes('trash');
-  if (restores) consider({ category: 'Destructive', effect: 'overwrites what is there now with an earlier version', leaned: true, evidence: { from: 'name', text: tool.name }, note: 'It restores an earlier version over the current one: what is there now is overwritten, so the most dangerous plausible effect is Destructive (the stricter reading, as confidence is low).' });
+  if (restores) best = stricterEscalation(best, current, { category: 'Destructive', effect: 'overwrites what is there now with an earlier version', leaned: true, evidence: { from: 'name', text: tool.name }, note: 'It restores an earlier version over the current one: what is there now is overwritten, so the most dangerous plausible effect is Destructive (the stricter reading, as confidence is low).' });
   const trash = current >= SEVERITY.Write && opening.includes('trash') ? TO_TRASH.exec(opening) : null;
-  if (trash && !words.includes('restore') && !words.includes('list')) consider({ category: 'Destructive', effect: 'moves it to the trash, which is deleting', leaned: true, evidence: { from: 'description', text: trash[0] }, note: `It ${trash[0]}: that is deleting as the user sees it, and the trash empties itself, so it is Destructive (the stricter reading, as confidence is low).` });
+  if (trash && !words.includes('restore') && !words.includes('list')) best = stricterEscalation(best, current, { category: 'Destructive', effect: 'moves it to the trash, which is deleting', leaned: true, evidence: { from: 'description', text: trash[0] }, note: `It ${trash[0]}: that is deleting as the user sees it, and the trash empties itself, so it is Destructive (the stricter reading, as confidence is low).` });
   // Applying staged changes by running their DDL: a migration's statements can DROP, and nothing brings a dropped table back.
   const ddl = opening.includes('ddl') ? RUNS_DDL.exec(opening) : null;
-  if (ddl) consider({ category: 'Destructive', effect: 'runs DDL on the database, which can drop what is there', leaned: true, evidence: { from: 'description', text: ddl[0] }, note: `The description says it ${ddl[0]}: schema statements can drop tables and columns, so the most dangerous plausible effect is Destructive (the stricter reading, as confidence is low).` });
+  if (ddl) best = stricterEscalation(best, current, { category: 'Destructive', effect: 'runs DDL on the database, which can drop what is there', leaned: true, evidence: { from: 'description', text: ddl[0] }, note: `The description says it ${ddl[0]}: schema statements can drop tables and columns, so the most dangerous plausible effect is Destructive (the stricter reading, as confidence is low).` });
   const says = opening.includes('destructive') ? SAYS_DESTRUCTIVE.exec(opening) : null;
-  if (says) consider({ category: 'Destructive', effect: 'is destructive, as its description says', leaned: false, evidence: { from: 'description', text: says[0] }, note: `The description says “${says[0]}”: text the server writes can make a tool stricter, so it is Destructive.` });
+  if (says) best = stricterEscalation(best, current, { category: 'Destructive', effect: 'is destructive, as its description says', leaned: false, evidence: { from: 'description', text: says[0] }, note: `The description says “${says[0]}”: text the server writes can make a tool stricter, so it is Destructive.` });
 
   const props = topProperties(tool);
   if (current >= SEVERITY.Write) {
@@ -102,34 +101,34 @@ export function domainReading(tool: ToolDefinition, words: string[], action: Act
     const approval = creates ? undefined : props.find(([name, schema]) => APPROVAL_SWITCH.test(name) && schema.type === 'boolean');
     const grants = GRANT_VERBS.has(first) && words.some((w) => PRIVILEGE_NOUNS.has(w)) && props.some(([name, schema]) => PRIVILEGE_NOUNS.has(name) && schema.type === 'array');
     const opens = sharing ?? approval ?? (grants ? props.find(([name]) => PRIVILEGE_NOUNS.has(name)) : undefined);
-    if (opens) consider({ category: 'Destructive', effect: 'can widen who sees or changes it, which removes a protection', leaned: true, evidence: { from: 'schema', text: opens[0] }, note: `Its \`${opens[0]}\` argument ${opens === approval ? 'can turn a required approval off' : 'can widen who sees or changes something that exists'}: opening private content or removing a gate removes a protection, and what was seen cannot be unseen (SPEC 5: Destructive; the stricter reading, as confidence is low).` });
+    if (opens) best = stricterEscalation(best, current, { category: 'Destructive', effect: 'can widen who sees or changes it, which removes a protection', leaned: true, evidence: { from: 'schema', text: opens[0] }, note: `Its \`${opens[0]}\` argument ${opens === approval ? 'can turn a required approval off' : 'can widen who sees or changes something that exists'}: opening private content or removing a gate removes a protection, and what was seen cannot be unseen (SPEC 5: Destructive; the stricter reading, as confidence is low).` });
   }
   if (current >= SEVERITY.Write && (MOVING_VERBS.has(first) || MOVING_VERBS.has(words[1] ?? '') || MOVING_VERBS.has(words.at(-1) ?? ''))) {
     const strategy = props.find(([name, schema]) => STRATEGY_PARAM.test(name) && enumOf(schema).some((v) => REPLACING_VALUE.test(v)));
     const merge = props.find(([name, schema]) => name === 'merge' && schema.type === 'boolean' && /\b(?:replace[sd]?|overwrites?|overwritten)\b/i.test(String(schema.description ?? '')));
     const replaces = strategy ? `${strategy[0]}: ${enumOf(strategy[1]).find((v) => REPLACING_VALUE.test(v))}` : merge ? 'merge: false' : undefined;
-    if (replaces) consider({ category: 'Destructive', effect: 'can replace what is there', leaned: true, evidence: { from: 'schema', text: replaces }, note: `It can replace what is there rather than add to it (“${replaces}”): what the incoming copy does not hold is lost, so the most dangerous plausible effect is Destructive (the stricter reading, as confidence is low).` });
+    if (replaces) best = stricterEscalation(best, current, { category: 'Destructive', effect: 'can replace what is there', leaned: true, evidence: { from: 'schema', text: replaces }, note: `It can replace what is there rather than add to it (“${replaces}”): what the incoming copy does not hold is lost, so the most dangerous plausible effect is Destructive (the stricter reading, as confidence is low).` });
   }
   const full = current === SEVERITY.Write && opening.includes('replac') ? FULL_UPDATE.exec(opening) : null;
-  if (full) consider({ category: 'Destructive', effect: 'replaces a whole resource, dropping what the call leaves out', leaned: true, evidence: { from: 'description', text: full[0] }, note: `It replaces whole resources (“${full[0]}”): what the call leaves out is deleted, so the most dangerous plausible effect is Destructive (the stricter reading, as confidence is low).` });
+  if (full) best = stricterEscalation(best, current, { category: 'Destructive', effect: 'replaces a whole resource, dropping what the call leaves out', leaned: true, evidence: { from: 'description', text: full[0] }, note: `It replaces whole resources (“${full[0]}”): what the call leaves out is deleted, so the most dangerous plausible effect is Destructive (the stricter reading, as confidence is low).` });
   const empty = current >= SEVERITY.Write && description.includes('empty') ? EMPTY_DELETES.exec(description) : null;
-  if (empty && words.includes('replace')) consider({ category: 'Destructive', effect: 'deletes every match when the replacement is empty', leaned: false, evidence: { from: 'description', text: empty[0] }, note: `The description says an empty replacement deletes (“${empty[0]}”): a call can delete every match at once, so it is Destructive.` });
+  if (empty && words.includes('replace')) best = stricterEscalation(best, current, { category: 'Destructive', effect: 'deletes every match when the replacement is empty', leaned: false, evidence: { from: 'description', text: empty[0] }, note: `The description says an empty replacement deletes (“${empty[0]}”): a call can delete every match at once, so it is Destructive.` });
   // A pull-request tool whose action argument reviews or approves: an approval on the agent's word removes the review gate.
   const review = props.some(([name]) => ACTION_PARAM.test(name)) && /\bpull requests?\b|\bmerge requests?\b|\bprs?\b/.test(`${words.join(' ')} ${opening.slice(0, 200)}`) ? props.flatMap(([name, schema]) => (ACTION_PARAM.test(name) ? enumOf(schema).filter((v) => REVIEW_VALUE.test(v)) : [])).at(0) : undefined;
-  if (review) consider({ category: 'Destructive', effect: 'can approve a pull request, which removes the review gate', leaned: true, evidence: { from: 'schema', text: review }, note: `Its action argument offers “${review}” on a pull request: an approval on the agent's word removes the protection a review exists for (SPEC 5: Destructive), and the schema does not say which review is posted, so the stricter reading is recommended.` });
+  if (review) best = stricterEscalation(best, current, { category: 'Destructive', effect: 'can approve a pull request, which removes the review gate', leaned: true, evidence: { from: 'schema', text: review }, note: `Its action argument offers “${review}” on a pull request: an approval on the agent's word removes the protection a review exists for (SPEC 5: Destructive), and the schema does not say which review is posted, so the stricter reading is recommended.` });
   // A queue of the server's own tool calls, each naming a tool from a list and passing it free arguments: it can do what those tools do.
   const queued = current < SEVERITY.Execute || !props.some(([, schema]) => schema.type === 'array') ? [] : props.flatMap(([, schema]) => (schema.type === 'array' ? topProperties({ name: '', inputSchema: (schema.items ?? {}) as Record<string, unknown> } as ToolDefinition) : []));
   const toolList = queued.find(([name, schema]) => TOOL_FIELD.test(name) && enumOf(schema).length > 1);
   const destroyer = toolList && queued.some(([name, schema]) => ARGS_FIELD.test(name) && schema.type === 'object') ? enumOf(toolList[1]).find((t) => nameWords(t).some((w) => w === 'manage' || DESTROYING.has(w))) : undefined;
-  if (destroyer) consider({ category: 'Destructive', effect: 'runs other tools of the server, which include deleting ones', leaned: true, evidence: { from: 'schema', text: destroyer }, note: `It runs a queue of the server's own tool calls with free arguments, and one it can call (\`${destroyer}\`) manages or deletes things: a queue can do whatever they do, so it takes the most dangerous of them (the stricter reading, as confidence is low).` });
+  if (destroyer) best = stricterEscalation(best, current, { category: 'Destructive', effect: 'runs other tools of the server, which include deleting ones', leaned: true, evidence: { from: 'schema', text: destroyer }, note: `It runs a queue of the server's own tool calls with free arguments, and one it can call (\`${destroyer}\`) manages or deletes things: a queue can do whatever they do, so it takes the most dangerous of them (the stricter reading, as confidence is low).` });
   if (profile.destroys && current === SEVERITY.Execute && opening.includes('operations')) {
     const batch = BATCH_OF_OPERATIONS.exec(opening);
-    if (batch) consider({ category: 'Destructive', effect: 'runs a batch of the server\'s operations, which include deleting ones', leaned: true, evidence: { from: 'description', text: batch[0] }, note: `It ${batch[0]} of the server, and some of its sibling tools delete: a batch can do whatever they do, so it takes the most dangerous of them (the stricter reading, as confidence is low).` });
+    if (batch) best = stricterEscalation(best, current, { category: 'Destructive', effect: 'runs a batch of the server\'s operations, which include deleting ones', leaned: true, evidence: { from: 'description', text: batch[0] }, note: `It ${batch[0]} of the server, and some of its sibling tools delete: a batch can do whatever they do, so it takes the most dangerous of them (the stricter reading, as confidence is low).` });
   }
   // The text says a call spends money (model calls, sandboxes) when asked to, or caps what a run costs: each such call pays.
   const raw = tool.description ?? '';
   // Cheap guards first (this runs for every tool): the words each reading needs, before any regex over a long text.
   const spends = current < SEVERITY.Financial && (raw.includes('spend') || raw.includes('capped') || raw.includes('max_cost')) ? SPENDS.exec(raw.length > 4000 ? raw.slice(0, 4000) : raw) : null;
-  if (spends) consider({ category: 'Financial', effect: 'spends money when it runs', leaned: true, evidence: { from: 'description', text: spends[0] }, note: `The description says a call spends money (“${spends[0]}”): whatever else it does, such a call pays, so it is Financial (the stricter reading, as a dry run may be the default).` });
+  if (spends) best = stricterEscalation(best, current, { category: 'Financial', effect: 'spends money when it runs', leaned: true, evidence: { from: 'description', text: spends[0] }, note: `The description says a call spends money (“${spends[0]}”): whatever else it does, such a call pays, so it is Financial (the stricter reading, as a dry run may be the default).` });
   return best;
 }

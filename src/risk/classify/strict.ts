@@ -49,6 +49,15 @@ function unnegated(re: RegExp, text: string): string | undefined {
 }
 
 /**
+ * `e` if it is stricter than both the tool's current category and the best escalation so far. A
+ * module-level function rather than a closure per call: under tsx, which `npm run bench` uses,
+ * every named closure costs a `__name` call (about 1.6 µs each, measured).
+ */
+export function stricterEscalation(best: Escalation | undefined, current: number, e: Escalation): Escalation | undefined {
+  return SEVERITY[e.category] > Math.max(current, SEVERITY[best?.category ?? 'Read']) ? e : best;
+}
+
+/**
  * The strictest class reading above `action`'s category, if any. `description` is the lower-cased
  * description; `code` is the argument that carries code or a command, if the schema has one.
  */
@@ -57,48 +66,47 @@ export function strictReading(tool: ToolDefinition, action: Action | undefined, 
   const opening = description.slice(0, 400);
   const props = topProperties(tool);
   let best: Escalation | undefined;
-  const consider = (e: Escalation) => { if (SEVERITY[e.category] > Math.max(current, SEVERITY[best?.category ?? 'Read'])) best = e; };
 
   if (current < SEVERITY.Execute && (opening.includes('connect') || opening.includes('attach'))) {
     const attaches = unnegated(ATTACHES, opening);
-    if (attaches) consider({ category: 'Execute', effect: 'attaches to a running app or process', leaned: false, evidence: { from: 'description', text: attaches }, note: `The description says it also ${attaches.replace(/^automatically /, 'automatically ')}: attaching to a running process or debugger is Execute (SPEC 5), whatever else it does.` });
+    if (attaches) best = stricterEscalation(best, current, { category: 'Execute', effect: 'attaches to a running app or process', leaned: false, evidence: { from: 'description', text: attaches }, note: `The description says it also ${attaches.replace(/^automatically /, 'automatically ')}: attaching to a running process or debugger is Execute (SPEC 5), whatever else it does.` });
   }
   // Cheap guards first: this runs for every tool.
   const cost = opening.includes('cost') || opening.includes('paid') || opening.includes('pay') || opening.includes('charged') || opening.includes('x402') ? PER_CALL_COST.exec(opening) : null;
-  if (cost) consider({ category: 'Financial', effect: 'costs money on every call', leaned: false, evidence: { from: 'description', text: cost[0] }, note: `The description says the call costs money (“${cost[0]}”): whatever it reads or makes, each call pays, so it is Financial.` });
+  if (cost) best = stricterEscalation(best, current, { category: 'Financial', effect: 'costs money on every call', leaned: false, evidence: { from: 'description', text: cost[0] }, note: `The description says the call costs money (“${cost[0]}”): whatever it reads or makes, each call pays, so it is Financial.` });
   const money = props.find(([name, schema]) => MONEY_ARGUMENT.test(name) && (CURRENCY_SUFFIX.test(name) || schema.type === 'number' || schema.type === 'integer'));
   if (money && (current >= SEVERITY.Write || CURRENCY_SUFFIX.test(money[0]))) {
-    consider({ category: 'Financial', effect: 'commits money to someone', leaned: false, evidence: { from: 'schema', text: money[0] }, note: `Its \`${money[0]}\` argument commits money (a budget, a prize, a tip or a payment) to someone, which creates an obligation to pay.` });
+    best = stricterEscalation(best, current, { category: 'Financial', effect: 'commits money to someone', leaned: false, evidence: { from: 'schema', text: money[0] }, note: `Its \`${money[0]}\` argument commits money (a budget, a prize, a tip or a payment) to someone, which creates an obligation to pay.` });
   }
   // A multi-action tool on a money server whose actions include sending or paying an amount it takes.
   const amount = moneyServer && current < SEVERITY.Financial ? props.find(([name, schema]) => AMOUNT_ARGUMENT.test(name) && (schema.type === 'number' || schema.type === 'integer' || schema.type === 'string')) : undefined;
   const moves = amount ? actionChoices(tool).flatMap(([name, values]) => values.filter((v) => MOVES_MONEY_VALUE.test(v)).map((v) => [name, v])).at(0) : undefined;
-  if (amount && moves) consider({ category: 'Financial', effect: 'can move the amount it takes', leaned: false, evidence: { from: 'schema', text: `${moves[0]}: ${moves[1]}` }, note: `Its \`${moves[0]}\` argument offers “${moves[1]}” and it takes an \`${amount[0]}\`: on a server whose business is money, that call moves money.` });
+  if (amount && moves) best = stricterEscalation(best, current, { category: 'Financial', effect: 'can move the amount it takes', leaned: false, evidence: { from: 'schema', text: `${moves[0]}: ${moves[1]}` }, note: `Its \`${moves[0]}\` argument offers “${moves[1]}” and it takes an \`${amount[0]}\`: on a server whose business is money, that call moves money.` });
   const key = current >= SEVERITY.Write ? props.find(([name]) => WALLET_KEY.test(name)) : undefined;
   const signs = key ? SIGNS_TRANSACTION.exec(opening) : undefined;
   if (key && signs) {
-    consider({ category: 'Financial', effect: 'signs a transaction with a wallet key, which can move funds', leaned: true, evidence: { from: 'schema', text: key[0] }, note: `It signs what it sends (“${signs[0]}”) with the wallet key its \`${key[0]}\` argument carries, and a signed transaction can move funds. Between a bounded change and a payment confidence is low, so the stricter reading is recommended.` });
+    best = stricterEscalation(best, current, { category: 'Financial', effect: 'signs a transaction with a wallet key, which can move funds', leaned: true, evidence: { from: 'schema', text: key[0] }, note: `It signs what it sends (“${signs[0]}”) with the wallet key its \`${key[0]}\` argument carries, and a signed transaction can move funds. Between a bounded change and a payment confidence is low, so the stricter reading is recommended.` });
   }
   // An open-ended call (code, a command, a transaction) whose description lists deleting beside creating and updating:
   // SQL is Execute however it reads (SPEC 5), so a statement in a query language is left to the name.
   if ((action?.category === 'Execute' || code) && code?.what !== 'a statement in a query language') {
     const deletes = unnegated(NAMES_DELETION, opening);
-    if (deletes) consider({ category: 'Destructive', effect: 'can delete what it runs against', leaned: true, evidence: { from: 'description', text: deletes }, note: `It runs what the caller sends, and the description lists “${deletes}” among what that does: the most dangerous plausible effect is a deletion, and with low confidence between the readings the stricter is recommended.` });
+    if (deletes) best = stricterEscalation(best, current, { category: 'Destructive', effect: 'can delete what it runs against', leaned: true, evidence: { from: 'description', text: deletes }, note: `It runs what the caller sends, and the description lists “${deletes}” among what that does: the most dangerous plausible effect is a deletion, and with low confidence between the readings the stricter is recommended.` });
   }
   if (code?.what === 'a command') {
     const guards = unnegated(PROTECTIONS_MANAGED, opening);
-    if (guards) consider({ category: 'Destructive', effect: 'routes commands that manage protections, which can remove them', leaned: true, evidence: { from: 'description', text: guards }, note: `Its \`${code.name}\` argument routes to commands that manage ${guards}: what manages a protection can remove it (SPEC 5: removing protections is Destructive), and with low confidence between the readings the stricter is recommended.` });
+    if (guards) best = stricterEscalation(best, current, { category: 'Destructive', effect: 'routes commands that manage protections, which can remove them', leaned: true, evidence: { from: 'description', text: guards }, note: `Its \`${code.name}\` argument routes to commands that manage ${guards}: what manages a protection can remove it (SPEC 5: removing protections is Destructive), and with low confidence between the readings the stricter is recommended.` });
   }
   // An arbitrary API call where money is the business: the endpoint the caller picks can pay, refund or transfer.
   if (moneyServer && action?.effect === 'calls an arbitrary API') {
-    consider({ category: 'Financial', effect: 'calls any endpoint of an API that moves money', leaned: true, evidence: { from: 'description', text: 'an API whose business is money' }, note: 'It calls whatever endpoint the caller names on an API whose business is money, so a call can pay, refund or transfer; between an API call and a payment confidence is low, and the stricter reading is recommended.' });
+    best = stricterEscalation(best, current, { category: 'Financial', effect: 'calls any endpoint of an API that moves money', leaned: true, evidence: { from: 'description', text: 'an API whose business is money' }, note: 'It calls whatever endpoint the caller names on an API whose business is money, so a call can pay, refund or transfer; between an API call and a payment confidence is low, and the stricter reading is recommended.' });
   }
   if (profile.destroys && current === SEVERITY.Execute && RUNS_A_BATCH.test(opening)) {
-    consider({ category: 'Destructive', effect: 'runs other tools of the server, which include deleting ones', leaned: true, evidence: { from: 'siblings', text: 'tools that delete' }, note: 'It runs a batch of the server\'s own tool calls, and some of its sibling tools delete: a batch can do whatever they do, so it takes the most dangerous of them (the stricter reading, as confidence is low).' });
+    best = stricterEscalation(best, current, { category: 'Destructive', effect: 'runs other tools of the server, which include deleting ones', leaned: true, evidence: { from: 'siblings', text: 'tools that delete' }, note: 'It runs a batch of the server\'s own tool calls, and some of its sibling tools delete: a batch can do whatever they do, so it takes the most dangerous of them (the stricter reading, as confidence is low).' });
   }
   for (const [name, schema] of props) {
     if ((DELETE_LIST.test(name) && (schema.type === 'array' || schema.type === 'object')) || (TRUNCATE_FLAG.test(name) && schema.type === 'boolean')) {
-      consider({ category: 'Destructive', effect: 'can delete data as it goes', leaned: false, evidence: { from: 'schema', text: name }, note: `Its \`${name}\` argument ${schema.type === 'boolean' ? 'empties what it writes to first' : 'lists what to delete'}, so a call can destroy data.` });
+      best = stricterEscalation(best, current, { category: 'Destructive', effect: 'can delete data as it goes', leaned: false, evidence: { from: 'schema', text: name }, note: `Its \`${name}\` argument ${schema.type === 'boolean' ? 'empties what it writes to first' : 'lists what to delete'}, so a call can destroy data.` });
     }
   }
   return best;
