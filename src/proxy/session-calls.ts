@@ -5,7 +5,7 @@ import { resolve } from 'node:path';
 import { TaskBook } from '../tasks/records.js';
 import { TaskGuard } from '../tasks/guard.js';
 import { MemoryOAuthStore } from '../state/memory.js';
-import { outcomeWithFacts, shapeFromServer, type ResultFacts, type Shaped } from '../results/index.js';
+import { hasResults, outcomeWithFacts, shapeFromServer, type ResultFacts, type Shaped } from '../results/index.js';
 import type { RequestTrace } from '../telemetry/index.js';
 import { CallDeadlines } from './deadlines.js';
 import { OwnRequests } from './own-requests.js';
@@ -326,6 +326,8 @@ export abstract class CallPath {
 
   /** The result policy's hook on a server message (src/results); null when it leaves the message as it is. */
   protected shapeResult(message: Json, pending: Pending | undefined): Shaped | null {
+    // No `results` anywhere in the policy: every branch of shapeFromServer would answer null; the plain path skips it (and its closure).
+    if (!hasResults(this.opts.engine.current)) return null;
     const shaped = shapeFromServer(this.opts.engine.current, message, pending, (tool) => this.context(tool, {}));
     if (shaped) this.opts.observe?.result?.(pending?.tool, shaped.redacted, shaped.facts);
     return shaped;

@@ -6,7 +6,7 @@ import { resultPolicyFor, serverResultPolicy } from './policy.js';
 import type { Tally } from './redact.js';
 
 export { factsText, RESULT_META_KEY, shapeToolAnswer, type ResultFacts } from './apply.js';
-export { compileResults, resultPolicyFor, serverResultPolicy, type ResultPolicy } from './policy.js';
+export { compileResults, hasResults, resultPolicyFor, serverResultPolicy, type ResultPolicy } from './policy.js';
 export { kindLabel, marker, redactText, redactValue, type Tally } from './redact.js';
 
 type Json = Record<string, unknown>;

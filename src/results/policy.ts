@@ -112,6 +112,11 @@ function forPolicy(p: CompiledPolicy): Compiled {
   return c;
 }
 
+/** Whether `p` has a `results` anywhere: when not, no server message is shaped (the plain path skips the hook). */
+export function hasResults(p: CompiledPolicy): boolean {
+  return forPolicy(p).any;
+}
+
 /** The result policy for a tool's answers under `p`, or null when nothing is to be done to them. */
 export function resultPolicyFor(p: CompiledPolicy, tool: string): ResultPolicy | null {
   const c = forPolicy(p);
