@@ -108,7 +108,7 @@ export function classifyTool(tool: ToolDefinition, server: ServerContext = {}, p
     evidence.push({ from: 'schema', text: widened.why });
   }
   const irreversible = action && !LIGHT_EFFECTS.has(action.effect) && action.category !== 'Destructive' && action.category !== 'Financial'
-    ? (/destructive|replac/.test(lowerDescription) ? affirmed(REPLACES_WHOLE, lowerDescription.slice(0, 400)) : undefined) ?? (action.category !== 'Read' ? affirmed(IRREVERSIBLE, lowerDescription.slice(0, 400)) : undefined)
+    ? (lowerDescription.includes('destructive') || lowerDescription.includes('replac') ? affirmed(REPLACES_WHOLE, lowerDescription.slice(0, 400)) : undefined) ?? (action.category !== 'Read' ? affirmed(IRREVERSIBLE, lowerDescription.slice(0, 400)) : undefined)
     : undefined;
   if (action && irreversible) {
     action = { ...action, category: 'Destructive', effect: 'cannot be undone' };

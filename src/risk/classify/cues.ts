@@ -48,7 +48,9 @@ function cueOf(word: string): 'destroys' | 'pays' | undefined {
   return undefined;
 }
 
-const IDENTIFIER = /[A-Za-z0-9]+(?:[_.][A-Za-z0-9]+)+/g;
+// Starts only where a run of letters and digits starts: a match can begin inside a run only if one begins at its start
+// (the run ends at the same place), so the result is the same, without retrying (and backtracking) from every letter.
+const IDENTIFIER = /(?<![A-Za-z0-9])[A-Za-z0-9]+(?:[_.][A-Za-z0-9]+)+/g;
 const IDENTIFIER_CHAR = /[A-Za-z0-9_.]/;
 
 /**
