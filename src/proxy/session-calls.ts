@@ -341,7 +341,9 @@ export abstract class CallPath {
       this.opts.observe?.upstream(pending.tool, outcome, seconds);
       pending.trace?.upstreamEnded(outcome, seconds);
     }
-    if (outcome === 'result' && pending.decision && pending.tool !== undefined && this.opts.flows) {
+    // A call that created a task touches its roles now: it runs, and its result reaches the agent
+    // later (tasks/result, the task's notification), where no call is finished to record it.
+    if ((outcome === 'result' || outcome === 'task_created') && pending.decision && pending.tool !== undefined && this.opts.flows) {
       // A result the policy flagged (flag_if) is content the agent should not trust, whatever the tool's roles (SPEC 11).
       const roles = facts && facts.flagged.length > 0 && !pending.flowRoles?.includes('untrusted') ? [...(pending.flowRoles ?? []), 'untrusted'] : pending.flowRoles;
       const flows = this.opts.flows;
