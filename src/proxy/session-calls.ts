@@ -333,6 +333,16 @@ export abstract class CallPath {
     return shaped;
   }
 
+  /**
+   * A task's result that the policy flagged (flag_if), read through tasks/* or the task's
+   * notification: untrusted content for the flow rules, as a call's flagged result is (SPEC 11).
+   */
+  protected touchFlaggedTask(tool: string, facts: ResultFacts | undefined): void {
+    const flows = this.opts.flows;
+    if (!flows || !facts || facts.flagged.length === 0) return;
+    flows.touch(this.opts.engine, flows.agent(this.opts.identity.grant), ['untrusted'], tool, this.opts.identity.serverName, this.now());
+  }
+
   protected finish(pending: Pending, outcome: string, ok: boolean, facts?: ResultFacts): void {
     this.deadlines.clear(pending);
     pending.held?.abort();
