@@ -91,7 +91,7 @@ export class Pool<T> {
     const capped = !this.underCap(owner);
     const free = capped ? undefined : this.free(want);
     if (free) return Promise.resolve(this.lease(free, owner));
-    if (this.waiters.length >= this.opts.queueMax && (want !== undefined || capped || this.size >= this.opts.max)) {
+    if (this.waiters.length >= this.opts.queueMax && (want !== undefined || capped || this.size >= this.opts.max) && !this.makeRoom(owner)) {
       return Promise.reject(this.opts.exhausted('queue_full', capped));
     }
     return new Promise<Lease<T>>((resolve, reject) => {
@@ -108,6 +108,27 @@ export class Pool<T> {
       this.waiters.push(waiter);
       if (want === undefined && !capped) this.fill();
     });
+  }
+
+  /**
+   * The queue is full: an owner that waits for fewer places than another (by two or more) takes the
+   * place of that one's newest waiter, which is refused (queue full, never forwarded). One owner
+   * (a grant of a shared pool at its max_per_grant, whose further requests wait on its own) could
+   * otherwise fill the queue, and every other owner's request that had to wait was refused at once.
+   */
+  private makeRoom(owner: string | undefined): boolean {
+    if (owner === undefined) return false;
+    const waiting = new Map<string, number>();
+    for (const w of this.waiters) if (w.owner !== undefined) waiting.set(w.owner, (waiting.get(w.owner) ?? 0) + 1);
+    let most: string | undefined;
+    for (const [o, n] of waiting) if (most === undefined || n > waiting.get(most)!) most = o;
+    if (most === undefined || most === owner || waiting.get(most)! <= (waiting.get(owner) ?? 0) + 1) return false;
+    let at = this.waiters.length - 1;
+    while (this.waiters[at].owner !== most) at--;
+    const [evicted] = this.waiters.splice(at, 1);
+    clearTimeout(evicted.timer);
+    evicted.reject(this.opts.exhausted('queue_full', !this.underCap(most)));
+    return true;
   }
 
   private underCap(owner: string | undefined): boolean {

@@ -22,6 +22,7 @@ const RETRY_AFTER_SECONDS = 1;
 const DEFAULT_INITIALIZE: Json = { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'toolgate-pool', version: '1' } };
 const MAX_TASKS = 10_000;
 
+/** `view`: the client session whose messages about the task go to (one of its grant's; another when it closes). */
 interface PoolTask { taskId: string; member: PooledUpstream; view: PoolView }
 const taskKey = (scope: string, taskId: string) => JSON.stringify([scope, taskId]);
 
@@ -55,6 +56,7 @@ class KeyPool implements PoolHost {
   readonly retireCancelled: boolean;
   /** share: server: the pool serves every grant. */
   private readonly shared: boolean;
+  readonly placesTasksOnly: boolean;
   /** Requests one session carries at once: above 1 the sessions are routed (src/pool/member.ts). */
   private readonly concurrency: number;
 
@@ -62,6 +64,10 @@ class KeyPool implements PoolHost {
     const p = config.pool;
     this.shared = p.share === 'server';
     this.retireCancelled = this.shared;
+    // Each session its own process: a task lives on the one that created it, and another grant's
+    // task may carry its id on another (a server numbering its tasks per process). Over HTTP the
+    // sessions reach one server, which may know a task made through another instance of a fleet.
+    this.placesTasksOnly = this.shared && 'command' in config;
     this.concurrency = poolConcurrency(p);
     const n = this.concurrency;
     // share: server: no grant may hold the whole pool (a grant's requests that never end would
@@ -158,7 +164,14 @@ class KeyPool implements PoolHost {
 
   async detach(view: PoolView): Promise<void> {
     this.views.delete(view);
-    for (const t of [...this.byGrant.values()]) if (t.view === view) this.forgetTask(t);
+    // A task outlives the client session that created it: another open session of its grant takes
+    // over its messages (and keeps it placed); with none left it is forgotten (and asked about no more).
+    const heir = [...this.views].find((v) => v.scope === view.scope);
+    for (const t of [...this.byGrant.values()]) {
+      if (t.view !== view) continue;
+      if (heir) t.view = heir;
+      else this.forgetTask(t);
+    }
     if (this.views.size > 0) return;
     // No client uses the pool any more (the server was removed or changed, the gateway stops, or its sessions idled out).
     this.forget();

@@ -25,6 +25,11 @@ export interface PoolHost {
    * log line) would reach whoever leases the session next, another grant.
    */
   readonly retireCancelled: boolean;
+  /**
+   * A task request goes only to the session known to run the task (share: server over processes):
+   * one the pool cannot place is refused, never sent to a session chosen by its id alone.
+   */
+  readonly placesTasksOnly: boolean;
   /** The pooled sessions' initialize answer (starting one the first time, initialized with these params). */
   initialize(params: Json): Promise<Json>;
   /**
@@ -94,6 +99,9 @@ export class PoolView implements Upstream, LeaseHolder {
     }
     const taskId = TASK_REQUESTS.has(method) || method === 'tasks/result' ? requestedTaskId(message.params) : undefined;
     const want = taskId === undefined ? undefined : this.host.taskMember(taskId, this);
+    if (taskId !== undefined && want === undefined && this.host.placesTasksOnly) {
+      throw new Refused(`The upstream session that ran task ${JSON.stringify(taskId).slice(0, 80)} is not known here (it ended, or every client session of this grant that knew it closed), and the task with it: toolgate does not ask a pooled session chosen by the task id alone, which another grant's task may carry.`, INTERNAL_ERROR);
+    }
     const abort = new AbortController();
     const key = idKey(id);
     this.waiting.set(key, abort);

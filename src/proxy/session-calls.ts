@@ -333,6 +333,16 @@ export abstract class CallPath {
     return shaped;
   }
 
+  /**
+   * A task's result that the policy flagged (flag_if), read through tasks/* or the task's
+   * notification: untrusted content for the flow rules, as a call's flagged result is (SPEC 11).
+   */
+  protected touchFlaggedTask(tool: string, facts: ResultFacts | undefined): void {
+    const flows = this.opts.flows;
+    if (!flows || !facts || facts.flagged.length === 0) return;
+    flows.touch(this.opts.engine, flows.agent(this.opts.identity.grant), ['untrusted'], tool, this.opts.identity.serverName, this.now());
+  }
+
   protected finish(pending: Pending, outcome: string, ok: boolean, facts?: ResultFacts): void {
     this.deadlines.clear(pending);
     pending.held?.abort();
@@ -341,7 +351,9 @@ export abstract class CallPath {
       this.opts.observe?.upstream(pending.tool, outcome, seconds);
       pending.trace?.upstreamEnded(outcome, seconds);
     }
-    if (outcome === 'result' && pending.decision && pending.tool !== undefined && this.opts.flows) {
+    // A call that created a task touches its roles now: it runs, and its result reaches the agent
+    // later (tasks/result, the task's notification), where no call is finished to record it.
+    if ((outcome === 'result' || outcome === 'task_created') && pending.decision && pending.tool !== undefined && this.opts.flows) {
       // A result the policy flagged (flag_if) is content the agent should not trust, whatever the tool's roles (SPEC 11).
       const roles = facts && facts.flagged.length > 0 && !pending.flowRoles?.includes('untrusted') ? [...(pending.flowRoles ?? []), 'untrusted'] : pending.flowRoles;
       const flows = this.opts.flows;

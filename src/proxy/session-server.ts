@@ -112,6 +112,7 @@ export abstract class ServerSide extends InputRounds {
     const pending = isResponse ? this.pending.get(idKey(message.id as Id)) : undefined;
     // The result policy (src/results): redaction, max_bytes, deny_if and flag_if on what comes back.
     const shaped = this.shapeResult(message, pending);
+    if (pending?.taskTool !== undefined) this.touchFlaggedTask(pending.taskTool, shaped?.facts);
     const out = shaped?.message ?? message;
     const outRaw = shaped ? undefined : raw;
     if (!pending) {

@@ -71,6 +71,7 @@ export abstract class TaskRequests extends ServerSide {
         if (tool === null) return;
         // The extension's notification carries the task's result: its tool's result policy holds for it.
         const shaped = this.shapeResult(message, { method: 'tasks/get', started: 0, taskTool: tool });
+        this.touchFlaggedTask(tool, shaped?.facts);
         this.opts.toClient(shaped?.message ?? message, shaped ? undefined : raw);
       },
       (err: Error) => this.opts.log.warn({ err: (err as Error).message }, 'dropped a task notification whose owner could not be checked'),

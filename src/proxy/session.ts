@@ -140,11 +140,20 @@ export class PolicySession extends TaskRequests {
       else this.opts.log.warn({ method: JSON.stringify(method) }, 'dropped a notification whose method the MCP specification does not define');
       return;
     }
+    // The envelope and the method must agree: a lenient server acts on the method whether or not an
+    // id is there, and toolgate's checks (the policy, the task guard, the pool's id rewriting) go by
+    // the envelope. A notification method with an id is not a request; a request method without one
+    // is not a notification (an operator's passthrough method may be either).
+    const notificationMethod = method.startsWith('notifications/');
+    if (hasId && notificationMethod) {
+      this.reject(replyId, INVALID_REQUEST, `Invalid request: ${method.slice(0, 80)} is a notification and carries no id`);
+      return;
+    }
+    if (!hasId && !notificationMethod && !this.opts.passthroughMethods?.includes(method)) {
+      this.opts.log.warn({ method: JSON.stringify(method).slice(0, 80) }, 'dropped a request sent as a notification (no id): it would bypass the checks its request gets');
+      return;
+    }
     if (!hasId) {
-      if (method === 'tools/call') {
-        this.opts.log.warn('dropped a tools/call sent as a notification (no id): it would bypass the policy');
-        return;
-      }
       if (method === 'notifications/cancelled' && this.cancelled(message.params) === 'held') return;
       this.opts.toServer(message);
       if (method === 'notifications/initialized') {

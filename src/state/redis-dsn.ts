@@ -31,7 +31,9 @@ export interface RedisDsn {
 export class RedisDsnError extends Error {}
 
 const KNOWN = new Set(['prefix', 'timeout', 'eviction', 'wait', 'wait_timeout']);
-const CLUSTER = /^(rediss?)\+cluster:\/\/(?:([^@/?#]*)@)?([^/?#]*)(\/[^?#]*)?(\?[^#]*)?$/i;
+// The credentials end at the last @ before the path, as in a URL (an unencoded @ in a password is
+// the password's); the first @ left the rest of the password among the seed nodes, in the error.
+const CLUSTER = /^(rediss?)\+cluster:\/\/(?:([^/?#]*)@)?([^/?#]*)(\/[^?#]*)?(\?[^#]*)?$/i;
 
 /** A duration parameter: `250ms`, `2s` or a bare number of ms. */
 function duration(value: string): number {
@@ -63,10 +65,14 @@ export function parseRedisDsn(dsn: string): RedisDsn {
 function parseClusterDsn([, scheme, userinfo, hosts, path, query]: RegExpExecArray): RedisDsn {
   const tls = scheme.toLowerCase() === 'rediss';
   const nodes: { host: string; port: number }[] = [];
-  for (const seed of hosts.split(',')) {
+  // A DSN with an @ anywhere may have a password where a seed node was expected (one with an
+  // unencoded / ? or #, which ends the credentials early): a bad seed is then named by its place only.
+  const credentials = (userinfo ?? '') !== '' || (path ?? '').includes('@') || (query ?? '').includes('@');
+  for (const [i, seed] of hosts.split(',').entries()) {
     let u: URL | undefined;
     try { u = new URL(`redis://${seed}`); } catch { /* below */ }
-    if (!u || !u.hostname || u.username || u.pathname !== '') throw new RedisDsnError(`invalid Redis Cluster DSN: "${seed.replace(/@.*/, '…')}" is not HOST:PORT (seed nodes are separated by commas)`);
+    const named = credentials ? `seed node ${i + 1}` : `"${seed}"`;
+    if (!u || !u.hostname || u.username || u.pathname !== '') throw new RedisDsnError(`invalid Redis Cluster DSN: ${named} is not HOST:PORT (seed nodes are separated by commas; a password's @ / ? # are written %40 %2F %3F %23)`);
     nodes.push({ host: u.hostname.replace(/^\[(.*)\]$/, '$1'), port: Number(u.port || 6379) });
   }
   const display = `${scheme.toLowerCase()}+cluster://${nodes.map((n) => `${n.host.includes(':') ? `[${n.host}]` : n.host}:${n.port}`).join(',')}`;
