@@ -75,7 +75,7 @@ describe('call timeouts with several calls in flight (one timer per session)', (
       engine: new Engine({ policy: new CompiledPolicy(r.policy, r.hash), counters: new MemoryCounterStore() }),
       identity: { sessionId: 's1', serverName: 'slow', grant: { label: 'ci', tags: [] } },
       log: pino({ level: 'silent' }),
-      callTimeoutMs: 300,
+      callTimeoutMs: 3000,
       toClient: (m) => toClient.push(m),
       toServer: (m) => toServer.push(m),
     });
@@ -84,12 +84,13 @@ describe('call timeouts with several calls in flight (one timer per session)', (
     const timedOut = () => toClient.filter((m) => (m.error as { code?: number } | undefined)?.code === -32001).map((m) => m.id);
     call('a');
     call('answered');
-    await sleep(150);
+    await sleep(1500);
     call('b');
     s.fromServer({ jsonrpc: '2.0', id: 'answered', result: { content: [] } });
-    await sleep(100);
+    await sleep(1000);
     s.fromServer({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 'p-a', progress: 1 } });
-    // a's wait starts again at 250 ms (due at 550), b's is due at 450.
+    // a's wait starts again at 2.5 s (due at 5.5 s), b's is due at 4.5 s. The spans are wide so that a loaded
+    // machine's late wake-ups (hundreds of ms) cannot reorder them.
     // a was forwarded first: it runs out after b only because its progress moved its deadline.
     while (timedOut().length < 1) await sleep(10);
     assert.deepEqual(timedOut(), ['b']);
