@@ -40,6 +40,8 @@ describe('widening who may access something removes a protection; revoking, crea
     [{ name: 'update_folder_permissions', description: 'Update the permissions of a folder.', inputSchema: obj({ folder_id: str, users: { type: 'array', items: str }, linkLevel: enumOf('none', 'view', 'edit') }) }, 'Destructive'],
     [{ name: 'unshare_folder', description: 'Stop sharing a folder with a colleague.', inputSchema: obj({ folder_id: str, email: str }) }, 'Write'],
     [{ name: 'create_vault_role', description: 'Create a new, empty role.', inputSchema: obj({ name: str }) }, 'Write'],
+    [{ name: 'publish_board', description: 'Publish a private board to the whole company.', inputSchema: obj({ board_id: str }) }, 'Destructive'],
+    [{ name: 'publish_draft_post', description: 'Publish a draft post to the blog.', inputSchema: obj({ post_id: str }) }, 'Write'],
     [{ name: 'set_access_token', description: 'Set the access token used for the vault API.', inputSchema: obj({ accessToken: str }) }, 'Write'],
   ]);
   says({ name: 'vault-share' }, { name: 'grant_reader', description: 'Grant read access on a vault.', inputSchema: obj({ vault: str, user: str }) }, 'Destructive', /widening who may see or change something removes a protection/);
@@ -57,6 +59,7 @@ describe('marking a finding a false positive or won\'t-fix takes it out of the g
   check({ name: 'code-scan' }, [
     [{ name: 'markFindingFalsePositive', description: 'Mark a scanner finding as a false positive.', inputSchema: obj({ finding: str }) }, 'Destructive'],
     [{ name: 'update_finding_status', description: 'Update the status of a finding.', inputSchema: obj({ id: str, status: enumOf('OPEN', 'FALSE_POSITIVE', 'WONT_FIX') }) }, 'Destructive'],
+    [{ name: 'resolve_hotspot', description: 'Resolve a security hotspot.', inputSchema: obj({ id: str, resolution: { anyOf: [enumOf('FIXED', 'SAFE'), { type: 'null' }] } }) }, 'Destructive'],
     [{ name: 'resolve_vulnerability', description: 'Resolve a vulnerability.', inputSchema: obj({ id: str, resolution: enumOf('FIXED', 'SAFE', 'ACKNOWLEDGED') }) }, 'Destructive'],
     [{ name: 'close_comment_thread', description: 'Close a review comment thread.', inputSchema: obj({ id: str, status: enumOf('fixed', 'wontFix', 'closed') }) }, 'Write'],
     [{ name: 'assign_finding', description: 'Assign a scanner finding to a developer.', inputSchema: obj({ finding: str, assignee: str }) }, 'Write'],
@@ -74,9 +77,26 @@ describe('a call that can replace what exists loses what was there; a plain crea
   ]);
 });
 
+describe('a merge where one side does not survive, and an update that unsets fields by filter, destroy; a plain merge or update does not', () => {
+  check({ name: 'crm-lite' }, [
+    [{ name: 'merge_contacts', description: 'Merge two contacts. The older contact is deleted after its notes move over.', inputSchema: obj({ keep_id: str, drop_id: str }) }, 'Destructive'],
+    [{ name: 'update_contacts', description: 'Update contacts matching a filter.', inputSchema: obj({ filter: str, set: obj({}), unset: { type: 'array', items: str } }) }, 'Destructive'],
+    [{ name: 'merge_tags', description: 'Merge tags onto a contact.', inputSchema: obj({ contact_id: str, tags: { type: 'array', items: str } }) }, 'Write'],
+    [{ name: 'update_contact', description: 'Update one contact.', inputSchema: obj({ id: str, set: obj({}) }) }, 'Write'],
+  ]);
+});
+
+describe('a call that runs a command-line program is Execute; one that reads its output is not', () => {
+  check({ name: 'lintbox' }, [
+    [{ name: 'lint_repo', description: 'Run style checks locally using the Lintbox CLI.', inputSchema: obj({ path: str }) }, 'Execute'],
+    [{ name: 'lint_report', description: 'Get the last report of the style checks.', inputSchema: obj({ path: str }) }, 'Read'],
+  ]);
+});
+
 describe('a removal from the application itself deletes; a removal from a list does not', () => {
-  check({ name: 'Taskpad' }, [
+  check({ name: 'TaskPad Server' }, [
     [{ name: 'remove_entry', description: 'Remove a chore or a goal from Taskpad.', inputSchema: obj({ id: str }) }, 'Destructive'],
+    [{ name: 'drop_entry', description: 'Remove a chore from TaskPad.', inputSchema: obj({ id: str }) }, 'Destructive'],
     [{ name: 'remove_entry_from_list', description: 'Remove a chore from a list.', inputSchema: obj({ id: str, list: str }) }, 'Write'],
   ]);
 });

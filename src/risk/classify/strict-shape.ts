@@ -41,6 +41,8 @@ const PRINCIPAL = /^(?:users?|user_?ids?|userIds?|groups?|group_?ids?|groupIds?|
 const LEVEL = /(?:level|role|roles|permission|permissions|privileges?|scopes?|acl\w*|access|access_?mode|accessMode|visibility)$/i;
 /** Credentials named for access (an access token, an access key): setting one is signing in, not widening who may see. */
 const CREDENTIAL = new Set(['token', 'tokens', 'key', 'keys', 'secret', 'secrets', 'credential', 'credentials', 'password']);
+/** The text says the call opens something private: "publish a private document", "make the board public". */
+const OPENS_PRIVATE = /\b(?:publish(?:es)?|exposes?|moves?) (?:a |an |the |this |your )?private\b|\bmakes? (?:\w+ ){0,3}(?:public|visible to (?:everyone|anyone|all))\b|\bfrom private to public\b/;
 const STATUS_PARAM = /^(?:decision|verdict|status|new_?status|newStatus|state|resolution|review_?status|reviewStatus|outcome|response|action_?type|actionType|transition)$/;
 const APPROVE_VALUE = /^(?:approved?|accept(?:ed)?)$/i;
 /** What an approval passes: a review, a verification, a proposal, a request a person was asked. */
@@ -55,10 +57,20 @@ const FIND_PARAM = /^(?:old_?(?:string|str|text)|oldString|oldText|find_?text|fi
 const REPLACE_ALL = /^(?:replace_?all|replaceAll|all|global|all_?occurrences|allOccurrences)$/;
 const RESTORES_DUMP = /\brestores? (?:\w+ ){0,2}from (?:a |an |the |its )?(?:\w+ ){0,2}(?:dumps?|backups?|snapshots?)\b/;
 const REMOVE_FROM = /^removes? (?:a |an |the |one |multiple |several |all )?(?:[\w-]+ ){1,4}?from ([\w-]+)/;
+/** A merge where one side does not survive: "the entity with more records wins", "the duplicate is deleted". */
+const MERGE_LOSES = /\b(?:wins|loser|absorbed|(?:is|are|will be|gets?) (?:deleted|removed|archived)|no longer exists?)\b/;
+/** An update by filter that can unset fields on every match. */
+const FILTER_PARAM = /^(?:filter|where|query|selector|match)$/;
+const UNSET_PARAM = /^(?:unset|\$unset|remove_?fields|removeFields|delete_?fields|deleteFields)$/;
+/** The call runs a command-line program here: "run quality analysis locally using the X CLI". */
+const RUNS_CLI = /\b(?:runs?|executes?|invokes?) [^.]{0,40}?\b(?:using|via|with|through) (?:the |a )?[\w-]+ (?:cli|command line|command-line tool)\b/;
 const QUERY_PARAM = /^(?:query|sql|statement|sql_?query|sqlQuery)$/;
 const RUNS_PLAN = /\bexplain analy[sz]e\b|\boptimi[sz]er trace\b|\bwith actual (?:timing|rows|execution)\b/;
 
+/** The string values an argument allows: its enum, its items' enum, or the enums of an anyOf/oneOf (a nullable enum). */
 function enumOf(schema: Record<string, unknown>): string[] {
+  const alternatives = (schema.anyOf ?? schema.oneOf) as Record<string, unknown>[] | undefined;
+  if (Array.isArray(alternatives)) return alternatives.flatMap((a) => (a && typeof a === 'object' && !Array.isArray(a.anyOf ?? a.oneOf) ? enumOf(a) : []));
   const e = Array.isArray(schema.enum) ? schema.enum : Array.isArray((schema.items as { enum?: unknown } | undefined)?.enum) ? (schema.items as { enum: unknown[] }).enum : [];
   return e.filter((v): v is string => typeof v === 'string');
 }
@@ -93,6 +105,8 @@ export function shapeReading(tool: ToolDefinition, words: string[], action: Acti
       best = stricterEscalation(best, current, { category: 'Destructive', effect: 'widens who may access something, which removes a protection', leaned: true, evidence: { from: 'name', text: tool.name }, note: `It ${how === 'grant' ? 'grants access or privileges' : how === 'share' ? 'shares something with a recipient' : how === 'assign' ? 'assigns a role' : 'changes permissions'}${arg ? ` (its \`${arg}\` argument says to whom or how much)` : ''}: widening who may see or change something removes a protection, and what was seen cannot be unseen (SPEC 5: Destructive; revoking would stay Write; the stricter reading, as confidence is low).` });
     }
   }
+  const opens = opening.includes('private') || opening.includes('public') ? OPENS_PRIVATE.exec(opening.slice(0, 300)) : null;
+  if (opens) best = stricterEscalation(best, current, { category: 'Destructive', effect: 'opens something private, which removes a protection', leaned: true, evidence: { from: 'description', text: opens[0] }, note: `The description says it ${opens[0]}: what was private becomes visible to others, and what was seen cannot be unseen (SPEC 5: removes a protection, Destructive; the stricter reading, as confidence is low).` });
   // Passing a gate on the agent's word: approving a review, a verification, a proposal or a pending request.
   const gateText = `${words.join(' ')} ${opening.slice(0, 300)}`;
   const approve = GATE_TEXT.test(gateText) ? props.flatMap(([name, schema]) => (STATUS_PARAM.test(name) ? enumOf(schema).filter((v) => APPROVE_VALUE.test(v)).map((v) => `${name}: ${v}`) : [])).at(0) : undefined;
@@ -111,13 +125,20 @@ export function shapeReading(tool: ToolDefinition, words: string[], action: Acti
   if (replaces) best = stricterEscalation(best, current, { category: 'Destructive', effect: 'can replace what exists, and what was there is lost', leaned: true, evidence: { from: dump && !replaceSwitch && !replaceAll ? 'description' : 'schema', text: replaces }, note: `It can replace what exists rather than add beside it (“${replaces}”): ${replaceAll ? 'every match is rewritten at once' : 'the existing one is overwritten'}, and what was there is lost, so the most dangerous plausible effect is Destructive (the stricter reading, as confidence is low).` });
   // A removal from the application itself ("remove a task from OmniFocus"), not from a group or a list.
   const from = words.includes('remove') && opening.startsWith('remove') ? REMOVE_FROM.exec(opening) : null;
-  if (from && profile.words.has(from[1])) best = stricterEscalation(best, current, { category: 'Destructive', effect: 'removes it from the application, which deletes it', leaned: true, evidence: { from: 'description', text: from[0] }, note: `It ${from[0]}: taken out of the application itself rather than out of a group or a list, the thing is gone, so it is Destructive (the stricter reading, as confidence is low).` });
+  // The server's name, its words joined ("OmniFocus MCP" splits to omni, focus, mcp; the text says "omnifocus").
+  if (from && from[1].length >= 4 && (profile.words.has(from[1]) || [...profile.words].join('').includes(from[1]))) best = stricterEscalation(best, current, { category: 'Destructive', effect: 'removes it from the application, which deletes it', leaned: true, evidence: { from: 'description', text: from[0] }, note: `It ${from[0]}: taken out of the application itself rather than out of a group or a list, the thing is gone, so it is Destructive (the stricter reading, as confidence is low).` });
+  const merge = words.includes('merge') && opening.startsWith('merge') ? MERGE_LOSES.exec(opening) : null;
+  if (merge) best = stricterEscalation(best, current, { category: 'Destructive', effect: 'merges two into one, and the other one is gone', leaned: true, evidence: { from: 'description', text: merge[0] }, note: `It merges two things into one and the description says one side ${merge[0]}: the other no longer exists as it was, and an unmerge rarely brings it back, so it is Destructive (the stricter reading, as confidence is low).` });
+  const unset = props.some(([name]) => FILTER_PARAM.test(name)) ? props.find(([name]) => UNSET_PARAM.test(name)) : undefined;
+  if (unset) best = stricterEscalation(best, current, { category: 'Destructive', effect: 'can remove fields from every record a filter matches', leaned: true, evidence: { from: 'schema', text: unset[0] }, note: `It updates every record its filter matches and its \`${unset[0]}\` argument removes fields from them: one call can erase a field across a whole collection, so it is Destructive (the stricter reading, as confidence is low).` });
   return best ?? readShape(tool, words, current, opening);
 }
 
 /** A Read that runs its query to produce a plan or a trace (EXPLAIN ANALYZE): the statement is executed. */
 function readShape(tool: ToolDefinition, words: string[], current: number, opening: string): Escalation | undefined {
   if (current >= SEVERITY.Execute) return undefined;
+  const cli = opening.includes(' cli') || opening.includes('command') ? RUNS_CLI.exec(opening.slice(0, 300)) : null;
+  if (cli) return { category: 'Execute', effect: 'runs a command-line program', leaned: false, evidence: { from: 'description', text: cli[0] }, note: `The description says it ${cli[0]}: a program runs on this machine with what the call passes it, so it is Execute (SPEC 5: running commands).` };
   const props = topProperties(tool);
   const query = props.find(([name, schema]) => QUERY_PARAM.test(name) && schema.type === 'string');
   if (!query) return undefined;
