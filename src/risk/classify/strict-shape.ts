@@ -92,7 +92,9 @@ export function shapeReading(tool: ToolDefinition, words: string[], action: Acti
   const props = topProperties(tool);
   const narrows = words.some((w) => NARROWING.has(w));
   // Widening who may access something: a grant, a share with a recipient, a role assigned, permissions set for someone.
-  if (!narrows && !words.some((w) => CREDENTIAL.has(w))) {
+  // Cheap guards first (this runs for every Write tool): the words a reading needs before any scan of the arguments.
+  const widening = words.includes('grant') || words.includes('share') || words.includes('assign') || (words.some((w) => ACCESS_NOUNS.has(w)) && words.some((w) => SETTING_VERBS.has(w)));
+  if (widening && !narrows && !words.some((w) => CREDENTIAL.has(w))) {
     const principal = props.find(([name]) => PRINCIPAL.test(name));
     const level = props.find(([name]) => LEVEL.test(name) && !PRINCIPAL.test(name));
     const grant = words.includes('grant') ? 'grant' : undefined;
@@ -108,13 +110,13 @@ export function shapeReading(tool: ToolDefinition, words: string[], action: Acti
   const opens = opening.includes('private') || opening.includes('public') ? OPENS_PRIVATE.exec(opening.slice(0, 300)) : null;
   if (opens) best = stricterEscalation(best, current, { category: 'Destructive', effect: 'opens something private, which removes a protection', leaned: true, evidence: { from: 'description', text: opens[0] }, note: `The description says it ${opens[0]}: what was private becomes visible to others, and what was seen cannot be unseen (SPEC 5: removes a protection, Destructive; the stricter reading, as confidence is low).` });
   // Passing a gate on the agent's word: approving a review, a verification, a proposal or a pending request.
-  const gateText = `${words.join(' ')} ${opening.slice(0, 300)}`;
-  const approve = GATE_TEXT.test(gateText) ? props.flatMap(([name, schema]) => (STATUS_PARAM.test(name) ? enumOf(schema).filter((v) => APPROVE_VALUE.test(v)).map((v) => `${name}: ${v}`) : [])).at(0) : undefined;
+  const status = props.some(([name]) => STATUS_PARAM.test(name));
+  const approve = status && GATE_TEXT.test(`${words.join(' ')} ${opening.slice(0, 300)}`) ? props.flatMap(([name, schema]) => (STATUS_PARAM.test(name) ? enumOf(schema).filter((v) => APPROVE_VALUE.test(v)).map((v) => `${name}: ${v}`) : [])).at(0) : undefined;
   if (approve) best = stricterEscalation(best, current, { category: 'Destructive', effect: 'can approve what a person was meant to review, which removes the gate', leaned: true, evidence: { from: 'schema', text: approve }, note: `Its arguments can say “${approve}” on a review, a verification or a pending request: an approval on the agent's word passes the gate a person was meant to hold, which removes a protection (SPEC 5: Destructive; the stricter reading, as a call may only decline).` });
   // Suppressing a finding: a false positive, a won't-fix, a hotspot resolved as safe leaves the quality or security gate.
   const finding = !words.some((w) => CONVERSATION.has(w) || MAKING.has(w)) && !/^(?:creates?|adds?|replies|posts?) /.test(opening);
-  const suppressValue = !finding ? undefined : props.flatMap(([name, schema]) => (STATUS_PARAM.test(name) ? enumOf(schema).filter((v) => SUPPRESS_VALUE.test(v)) : [])).at(0);
-  const suppressText = !finding ? undefined : suppressValue ?? SUPPRESS_TEXT.exec(`${words.join(' ')} ${opening.slice(0, 200)}`)?.[0];
+  const suppressValue = !finding || !status ? undefined : props.flatMap(([name, schema]) => (STATUS_PARAM.test(name) ? enumOf(schema).filter((v) => SUPPRESS_VALUE.test(v)) : [])).at(0);
+  const suppressText = !finding ? undefined : suppressValue ?? (!opening.includes('fix') && !opening.includes('false') && !words.includes('false') && !words.includes('wont') ? undefined : SUPPRESS_TEXT.exec(`${words.join(' ')} ${opening.slice(0, 200)}`)?.[0]);
   if (suppressText) best = stricterEscalation(best, current, { category: 'Destructive', effect: 'silences a finding, which removes it from the gate', leaned: true, evidence: { from: suppressValue ? 'schema' : 'description', text: suppressText }, note: `It can mark a finding “${suppressText}”: a suppressed finding no longer holds back a quality or security gate, and nobody looks at it again, which removes a protection (SPEC 5: Destructive; the stricter reading, as it can be reopened).` });
   // Replacing what exists: a create that may replace an existing one, a replace-all, a restore from a dump.
   const making = words.some((w) => MAKING.has(w));
