@@ -8,8 +8,8 @@ import { ROOT } from './helpers/toolgate.js';
 /**
  * The blind sets (README.md in each test/blind… folder): real tools from servers outside the corpus, labelled
  * against SPEC section 5 before the classifier saw them. blind, blind2, blind3 and blind4 have been looked at
- * often enough that they are tuning data now (issue 24); blind5 joined them in round five and blind6 in round six;
- * the measure is the fresh set labelled after them (blind7), reported here like the others as soon as it lands. This test reports only aggregates — never an
+ * often enough that they are tuning data now (issue 24); blind5 joined them in round five, blind6 in round six and
+ * blind7 in round seven; the measure is the fresh set labelled after them (blind8), reported here like the others as soon as it lands. This test reports only aggregates — never an
  * individual disagreement — and holds floors a little below and ceilings a little above what was reached, so a
  * regression shows. Beside accuracy it reports what the recommended policy lets through, judged with the real
  * engine (test/helpers/safety.ts): unsafe misses and over-holds, each with its 95% Wilson interval, and how
@@ -24,8 +24,8 @@ interface Floors {
   ceiling: { unsafe: number; overHolds: number };
 }
 
-// Ceilings sit just above what the classifier reaches (tune6, issue 24 round six: destruction in a domain's words and
-// overwrite semantics, src/risk/classify/strict-domain.ts, after strict-broad.ts in round five); over-holds may never pass SPEC 5's target (5%). On the old sets a multi-action tool
+// Ceilings sit just above what the classifier reaches (tune7, issue 24 round seven: classes read from a call's shape,
+// src/risk/classify/strict-shape.ts, after strict-domain.ts in round six); over-holds may never pass SPEC 5's target (5%). On the old sets a multi-action tool
 // held by allowlist counts as a miss when its label gives no per-action categories (blind: 9 of its 14 misses, blind2: 7 of 10).
 const KNOWN: Record<string, Floors> = {
   // Labels adjudicated with a second blind labeller at 92b862b (test/blind/ADJUDICATION.md).
@@ -47,8 +47,9 @@ const KNOWN: Record<string, Floors> = {
   // readers joined at f2f350b, independently by four others joined at a73dbf3 (kappa 0.939), settled by SPEC 5 at
   // 3636c4f (test/blind7/ADJUDICATION.md); 219 E/D/F, short of the issue's 250 (the npm mirror here has few fresh
   // servers left). Measured once with round five's classifier (80.9%, unsafe misses 27.9% (61/219)) and once after
-  // round six (81.0%, unsafe misses 27.4% (60/219), over-holds 3.6% (28/788)); never tuned on. The targets are not met.
-  'test/blind7': { labelledAt: 'f2f350b', minTools: 1000, floor: { overall: 0.805, perCategory: 0.09 }, ceiling: { unsafe: 0.28, overHolds: 0.04 } },
+  // round six (81.0%, unsafe misses 27.4% (60/219), over-holds 3.6% (28/788)), then tuning data for round seven
+  // (84.3%, unsafe misses 12.3% (27/219), over-holds 3.6% (28/788)): no longer a measure.
+  'test/blind7': { labelledAt: 'f2f350b', minTools: 1000, floor: { overall: 0.835, perCategory: 0.09 }, ceiling: { unsafe: 0.13, overHolds: 0.04 } },
 };
 // The labelledAt and adjudication commits of blind4, blind5 and blind6 name the history of stops 28 and 29, which did
 // not land: on main those sets arrived together in one commit (5e160d0), their labels as adjudicated then.

@@ -214,7 +214,9 @@ describe('a public sharing link opens access: the recommended rule holds it', ()
       { name: 'set_visibility', description: 'Change who can see a repository.', inputSchema: obj({ repo: str, visibility: { type: 'string', enum: ['private', 'internal', 'public'] } }) },
       { name: 'create_repo', description: 'Create a repository.', inputSchema: obj({ name: str, visibility: { type: 'string', enum: ['private', 'public'] } }) },
     ], 'code-host');
-    assert.equal(more('set_visibility', { repo: 'r', visibility: 'private' }).got.hold?.kind, 'opens');
+    // Held either by the danger cue ('opens') or, since round seven, as Destructive (a permissions change: strict-shape.ts).
+    const got = more('set_visibility', { repo: 'r', visibility: 'private' }).got;
+    assert.ok(got.hold?.kind === 'opens' || got.category === 'Destructive', got.rationale);
     assert.equal(more('set_visibility', { repo: 'r', visibility: 'private' }).held, true);
     assert.equal(more('create_repo', { name: 'r' }).held, false);
   });

@@ -13,6 +13,7 @@ import { dangerCue } from './cues.js';
 import { strictReading } from './strict.js';
 import { broadReading } from './strict-broad.js';
 import { domainReading } from './strict-domain.js';
+import { shapeReading } from './strict-shape.js';
 import { rationaleOf, type Source } from './rationale.js';
 import { ToolContext } from './tool-context.js';
 import { flowRolesOf } from '../../flows/roles.js';
@@ -183,6 +184,15 @@ export function classifyTool(tool: ToolDefinition, server: ServerContext = {}, p
     notes.push(domain.note);
     evidence.push(domain.evidence);
     if (domain.leaned) leanedStrict = true;
+  }
+  // What a call's shape says (round seven): billed calls, widened access, passed gates, replaced content.
+  const shape = shapeReading(tool, words, action, lowerDescription, profile);
+  if (shape) {
+    if (!action) source = 'schema';
+    action = { ...(action ?? { verb: tool.name, objects: [], phrase: '' }), category: shape.category, effect: shape.effect };
+    notes.push(shape.note);
+    evidence.push(shape.evidence);
+    if (shape.leaned) leanedStrict = true;
   }
   // Destructive outranks Execute when the tool is named for destroying ("drop_and_recreate_index" runs SQL, and drops).
   if (fromName?.category === 'Destructive' && action?.category === 'Execute') {
