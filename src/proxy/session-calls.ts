@@ -135,8 +135,10 @@ export abstract class CallPath {
   }
 
   /** The hide-level poisoning of the called tool or of an advertised tool its name looks like. */
-  protected poisonedHint(name: string): { tool: string; findings: string } | undefined {
-    for (const tool of [name, ...this.tools.aliases(name)]) {
+  protected poisonedHint(name: string, aliases: readonly string[] = this.tools.aliases(name)): { tool: string; findings: string } | undefined {
+    const own = this.poison.hideLevelOf(name);
+    if (own !== undefined) return { tool: name, findings: own };
+    for (const tool of aliases) {
       const findings = this.poison.hideLevelOf(tool);
       if (findings !== undefined) return { tool, findings };
     }
@@ -211,9 +213,16 @@ export abstract class CallPath {
     };
     this.pending.set(key, pending);
     trace?.deciding();
-    const hints = { aliases: this.tools.aliases(params.name), pinChanged: this.opts.pins?.isChanged(params.name), poisoned: this.poisonedHint(params.name), charged: pending.charged };
+    const aliases = this.tools.aliases(params.name);
+    const pinChanged = this.opts.pins?.isChanged(params.name);
+    const poisoned = this.poisonedHint(params.name, aliases);
+    const charged = pending.charged;
     const flow = this.flowHint(ctx, pending);
-    const decision = flow instanceof Promise ? flow.then((f) => this.opts.engine.decide(ctx, { ...hints, flow: f })) : this.opts.engine.decide(ctx, { ...hints, flow });
+    // The hints as one literal, not a spread of another object: the spread copy cost ~6 µs per call
+    // (a session-only driver: 17 against 11.5 µs per allowed call), in its making and in the engine's reads of it.
+    const decision = flow instanceof Promise
+      ? flow.then((f) => this.opts.engine.decide(ctx, { aliases, pinChanged, poisoned, charged, flow: f }))
+      : this.opts.engine.decide(ctx, { aliases, pinChanged, poisoned, charged, flow });
     if (!(decision instanceof Promise) && this.deciding === 0) return this.decided(id, key, message, ctx, pending, decision);
     // Carried out in arrival order: after the calls that were waiting for their decisions before it.
     this.deciding++;

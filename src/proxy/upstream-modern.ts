@@ -231,8 +231,8 @@ export class EraUpstream implements Upstream {
     }
     if (this.probeId !== undefined && message.id === this.probeId) return this.concluded(this.pendingProbe!.initialize, message);
     if (typeof message.id === 'string' && this.probed.has(message.id)) return; // a late or second answer to a probe
-    const key = idKey(message.id);
-    if (this.legacyClients.delete(key)) {
+    // Only requests sent to a modern server are kept there: a legacy upstream's answers pass without a key.
+    if (this.legacyClients.size > 0 && this.legacyClients.delete(idKey(message.id))) {
       if (isInputRequired(message)) {
         // Asked of the client the 2025 way, or (when it cannot answer) an error.
         const instead = this.rounds.inputRequired(message);
