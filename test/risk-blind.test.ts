@@ -50,6 +50,12 @@ const KNOWN: Record<string, Floors> = {
   // round six (81.0%, unsafe misses 27.4% (60/219), over-holds 3.6% (28/788)), then tuning data for round seven
   // (84.3%, unsafe misses 12.3% (27/219), over-holds 3.6% (28/788)): no longer a measure.
   'test/blind7': { labelledAt: 'f2f350b', minTools: 1000, floor: { overall: 0.835, perCategory: 0.09 }, ceiling: { unsafe: 0.13, overHolds: 0.04 } },
+  // The fresh measure for round seven: 52 servers harvested at c006fcd (14 of them packages earlier harvesters listed and
+  // dropped only for size), labelled blind by two readers joined at a8bcd65, independently by two others joined at
+  // 598950c (kappa 0.875), settled by SPEC 5 at 800c146 (test/blind8/ADJUDICATION.md); 240 E/D/F, short of the issue's
+  // 250. Measured once with round six's classifier (84.4%, unsafe misses 30.8% (74/240), over-holds 2.9% (25/868)) and
+  // once after round seven (84.4%, unsafe misses 30.4% (73/240), over-holds 3.0% (26/868)); never tuned on.
+  'test/blind8': { labelledAt: 'a8bcd65', minTools: 1100, floor: { overall: 0.84, perCategory: 0.24 }, ceiling: { unsafe: 0.31, overHolds: 0.035 } },
 };
 // The labelledAt and adjudication commits of blind4, blind5 and blind6 name the history of stops 28 and 29, which did
 // not land: on main those sets arrived together in one commit (5e160d0), their labels as adjudicated then.
