@@ -203,6 +203,9 @@ describe('approvals: what the approver sees', () => {
     const { message } = elicitationParams(approval) as { message: string };
     assert.ok(message.includes(long), 'nothing is cut');
     assert.ok(message.includes('why\\u{202E}not') && !message.includes('\x1b') && !message.includes('\u202E'));
+    // The decision field's description, which a client shows beside the choice, escapes the tool name too.
+    const text = JSON.stringify(elicitationParams(approval));
+    assert.ok(!text.includes('\\u001b') && !text.includes('\x1b'), 'no ESC anywhere in what the client is asked');
     approvals.close();
   });
 

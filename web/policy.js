@@ -1,13 +1,13 @@
 // Policy: every tool's verdict, an editor validated as you type (the messages of
 // `toolgate policy validate`), a dry run over the last day of audited calls, and save.
-import { api, ApiError, confirmDialog, decisionBadge, enc, failure, h, loading, replace, table, time, toast, verdictBadge } from './ui.js';
+import { api, ApiError, confirmDialog, decisionBadge, enc, failure, h, loading, replace, shown, shownLines, table, time, toast, verdictBadge } from './ui.js';
 
 function verdictTable(data) {
   if (data.error) return h('p', { class: 'error' }, data.error);
   return table(['tool', 'verdict', 'rule'], data.tools.map((t) => h('tr', {},
-    h('td', { class: 'wrap' }, h('a', { href: `#/servers/${enc(data.server)}/tools/${enc(t.tool)}` }, t.tool)),
+    h('td', { class: 'wrap' }, h('a', { href: `#/servers/${enc(data.server)}/tools/${enc(t.tool)}` }, shown(t.tool))),
     h('td', {}, verdictBadge(t.verdict), t.conditional ? h('span', { class: 'muted' }, ' (with conditions)') : ''),
-    h('td', { class: 'mono wrap' }, t.rule))), { empty: 'The server lists no tools.' });
+    h('td', { class: 'mono wrap' }, shown(t.rule)))), { empty: 'The server lists no tools.' });
 }
 
 function issueList(issues) {
@@ -31,7 +31,7 @@ export async function render(view, server) {
     replace(view, head,
       h('p', {}, `${server} runs under toolgate's recommended policy, recomputed from what it lists. To edit it, write it to a file (toolgate policy recommend) and name that file as the server's policy in the configuration.`),
       h('h2', {}, 'Every tool\'s verdict'), verdictTable(data),
-      data.recommended ? [h('h2', {}, 'The recommended policy'), h('pre', {}, h('code', {}, JSON.stringify(data.recommended, null, 2)))] : null);
+      data.recommended ? [h('h2', {}, 'The recommended policy'), h('pre', {}, h('code', {}, shownLines(JSON.stringify(data.recommended, null, 2))))] : null);
     return;
   }
 
@@ -74,9 +74,9 @@ export async function render(view, server) {
       replace(results, h('h2', {}, 'Dry run'),
         h('p', { id: 'dry-run-summary' }, `${r.considered} audited call${r.considered === 1 ? '' : 's'} of the last day replayed: ${r.changes.length + r.more} would be decided differently.`),
         table(['time', 'grant', 'tool', 'was', 'would be', 'rule'], r.changes.map((c) => h('tr', {},
-          h('td', {}, time(c.ts)), h('td', {}, c.grant ?? '—'), h('td', { class: 'wrap' }, c.tool),
+          h('td', {}, time(c.ts)), h('td', {}, c.grant ? shown(c.grant) : '—'), h('td', { class: 'wrap' }, shown(c.tool)),
           h('td', {}, decisionBadge(c.before.decision)), h('td', {}, decisionBadge(c.after.decision)),
-          h('td', { class: 'mono wrap' }, c.after.rule, c.argsKnown ? '' : h('span', { class: 'muted' }, ' (argument values not audited)')))), { empty: 'No call would be decided differently.' }));
+          h('td', { class: 'mono wrap' }, shown(c.after.rule), c.argsKnown ? '' : h('span', { class: 'muted' }, ' (argument values not audited)')))), { empty: 'No call would be decided differently.' }));
     } catch (err) {
       if (err instanceof ApiError && err.data?.issues) showValidity(err.data);
       replace(results, failure(err));

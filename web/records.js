@@ -1,18 +1,20 @@
 // Server and tool records (the seeds' sections), and the catalog search.
-import { api, badge, catBadge, CATEGORIES, enc, failure, h, loading, replace, shown, table, verdictBadge } from './ui.js';
+import { api, badge, catBadge, CATEGORIES, enc, failure, h, loading, replace, shown, shownLines, table, verdictBadge } from './ui.js';
 
-const title = (r) => r.identity.serverInfo.title || r.identity.serverInfo.name;
+// Everything a record holds from the server (names, title, version, descriptions and what is quoted or
+// derived from them) is untrusted: it passes shown(), so bidi and invisible characters show as escapes.
+const title = (r) => shown(r.identity.serverInfo.title || r.identity.serverInfo.name);
 
 function originText(r) {
   const o = r.identity.origin;
-  if (o.kind === 'url') return o.url;
-  return `${o.commandLine}${o.package ? ` (package ${o.package}${o.version ? `@${o.version}` : ''})` : ''}`;
+  if (o.kind === 'url') return shown(o.url);
+  return shown(`${o.commandLine}${o.package ? ` (package ${o.package}${o.version ? `@${o.version}` : ''})` : ''}`);
 }
 
 export function postureText(a) {
   if (!a) return '—';
-  if (a.kind === 'local-process') return `local process${a.secretEnv?.length ? `; receives secret-looking variables: ${a.secretEnv.join(', ')}` : ''}`;
-  return `${a.kind}${a.tls === undefined ? '' : a.tls ? ', TLS' : ', no TLS'}${a.detail ? ` — ${a.detail}` : ''}`;
+  if (a.kind === 'local-process') return shown(`local process${a.secretEnv?.length ? `; receives secret-looking variables: ${a.secretEnv.join(', ')}` : ''}`);
+  return shown(`${a.kind}${a.tls === undefined ? '' : a.tls ? ', TLS' : ', no TLS'}${a.detail ? ` — ${a.detail}` : ''}`);
 }
 
 export function gradeBox(letter, big = false) {
@@ -35,15 +37,15 @@ export function serverRecord(r, toolHref, now = null) {
   return h('article', {},
     h('div', { class: 'card-head' }, gradeBox(r.grade.letter, true), h('div', {},
       h('h1', {}, `${title(r)}: Risk & Policy`),
-      h('p', { class: 'muted' }, r.grade.reasons.join('; ') || 'no risky tools'))),
+      h('p', { class: 'muted' }, shown(r.grade.reasons.join('; ')) || 'no risky tools'))),
     now,
     h('h2', {}, 'Identity'),
     h('dl', { class: 'facts' },
-      h('dt', {}, 'server'), h('dd', {}, `${id.serverInfo.name} ${id.serverInfo.version ?? ''}`),
-      h('dt', {}, 'protocol'), h('dd', {}, id.protocolVersion ?? 'unknown'),
+      h('dt', {}, 'server'), h('dd', {}, shown(`${id.serverInfo.name} ${id.serverInfo.version ?? ''}`)),
+      h('dt', {}, 'protocol'), h('dd', {}, shown(id.protocolVersion ?? 'unknown')),
       h('dt', {}, 'origin'), h('dd', {}, h('code', {}, originText(r))),
       h('dt', {}, 'fingerprint'), h('dd', {}, h('code', {}, id.fingerprint)),
-      h('dt', {}, 'verification'), h('dd', {}, badge(id.verification, `pin-${id.verification}`), id.changedTools.length ? ` changed: ${id.changedTools.join(', ')}` : '')),
+      h('dt', {}, 'verification'), h('dd', {}, badge(id.verification, `pin-${id.verification}`), id.changedTools.length ? ` changed: ${shown(id.changedTools.join(', '))}` : '')),
     h('h2', {}, 'Auth posture'), h('p', {}, postureText(r.auth)),
     h('h2', {}, 'Capabilities'),
     h('p', {}, `tools ${caps.tools.count}, resources ${caps.resources.count} (+${caps.resources.templates} templates), prompts ${caps.prompts.count}, logging ${caps.logging ? 'yes' : 'no'}, completions ${caps.completions ? 'yes' : 'no'}`),
@@ -54,22 +56,22 @@ export function serverRecord(r, toolHref, now = null) {
       ? table(['tool', 'category', '·risk', 'verdict', 'recommended'], r.tools.map((t) => {
         const v = configuredVerdict(r, t.name);
         return h('tr', {},
-          h('td', { class: 'wrap' }, h('a', { href: toolHref(t.name) }, t.name)),
+          h('td', { class: 'wrap' }, h('a', { href: toolHref(t.name) }, shown(t.name))),
           h('td', {}, catBadge(t.classification.category)), h('td', { class: 'hide-phone' }, t.classification.risk),
-          h('td', {}, v ? [verdictBadge(v.verdict), v.conditional ? h('span', { class: 'muted' }, ' (with conditions)') : '', h('div', { class: 'muted mono small' }, v.rule)] : h('span', { class: 'muted' }, 'not loaded')),
+          h('td', {}, v ? [verdictBadge(v.verdict), v.conditional ? h('span', { class: 'muted' }, ' (with conditions)') : '', h('div', { class: 'muted mono small' }, shown(v.rule))] : h('span', { class: 'muted' }, 'not loaded')),
           h('td', { class: 'recommended' }, verdictBadge(t.verdict)));
       }))
       : table(['tool', 'category', '·risk', 'verdict'], r.tools.map((t) => h('tr', {},
-        h('td', { class: 'wrap' }, h('a', { href: toolHref(t.name) }, t.name)),
+        h('td', { class: 'wrap' }, h('a', { href: toolHref(t.name) }, shown(t.name))),
         h('td', {}, catBadge(t.classification.category)), h('td', { class: 'hide-phone' }, t.classification.risk), h('td', {}, verdictBadge(t.verdict))))),
     poisoningSection(r, toolHref),
     h('h2', {}, 'Recommended policy'),
     h('details', {}, h('summary', {}, `Show it (${Object.keys(r.recommendedPolicy.tools ?? {}).length} tool entries, default ${r.recommendedPolicy.default})`),
-      h('pre', {}, h('code', {}, JSON.stringify(r.recommendedPolicy, null, 2)))));
+      h('pre', {}, h('code', {}, shownLines(JSON.stringify(r.recommendedPolicy, null, 2))))));
 }
 
 /** One poisoning finding: its level, kind, field and evidence, every hidden character shown as an escape. */
-const findingItem = (f) => h('li', {}, badge(f.level, f.level === 'hide' ? 'v-Hidden' : 'v-Rate-limited'), ' ', f.kind, ' in ', h('code', {}, shown(f.field)), ': ', shown(f.evidence));
+const findingItem = (f) => h('li', {}, badge(f.level, f.level === 'hide' ? 'v-Hidden' : 'v-Rate-limited'), ' ', shown(f.kind), ' in ', h('code', {}, shown(f.field)), ': ', shown(f.evidence));
 
 /** The server's tools whose definitions carry text aimed at the model (src/poison), or nothing. */
 function poisoningSection(r, toolHref) {
@@ -85,23 +87,23 @@ export function toolRecord(r, t, backHref) {
   const c = t.classification;
   return h('article', {},
     h('p', {}, h('a', { href: backHref }, `← ${title(r)}`)),
-    h('h1', {}, `${t.name} · ${title(r)}: Risk & Policy`),
+    h('h1', {}, `${shown(t.name)} · ${title(r)}: Risk & Policy`),
     h('div', { class: 'badges' }, catBadge(c.category), badge(`${c.risk} risk`), h('span', { class: 'muted' }, `confidence ${c.confidence}`)),
-    h('h2', {}, 'What it does'), h('p', {}, shown(t.description.trim()) || `${t.name} has no description.`),
+    h('h2', {}, 'What it does'), h('p', {}, shown(t.description.trim()) || `${shown(t.name)} has no description.`),
     t.poisoning?.length ? [h('h2', {}, 'Poisoning'), h('div', { class: 'card poisoning' }, h('ul', {}, t.poisoning.map(findingItem)))] : null,
     h('h2', {}, 'Why it needs a policy'),
-    h('div', { class: 'card' }, h('p', {}, c.rationale),
-      c.signals.length ? h('p', { class: 'muted' }, `Signals: ${c.signals.join(', ')}`) : null,
-      h('ul', {}, c.evidence.map((e) => h('li', {}, h('span', { class: 'muted' }, `from the ${e.from}: `), `“${e.text}”`)))),
+    h('div', { class: 'card' }, h('p', {}, shown(c.rationale)),
+      c.signals.length ? h('p', { class: 'muted' }, shown(`Signals: ${c.signals.join(', ')}`)) : null,
+      h('ul', {}, c.evidence.map((e) => h('li', {}, h('span', { class: 'muted' }, `from the ${shown(e.from)}: `), `“${shown(e.text)}”`)))),
     h('h2', {}, 'Attacks that exploit this kind of access'),
-    t.attacks.length ? t.attacks.map((a) => h('details', {}, h('summary', {}, a.title), h('p', {}, a.description), h('p', {}, h('strong', {}, 'Blunted by: '), a.mitigation)))
+    t.attacks.length ? t.attacks.map((a) => h('details', {}, h('summary', {}, shown(a.title)), h('p', {}, shown(a.description)), h('p', {}, h('strong', {}, 'Blunted by: '), shown(a.mitigation))))
       : h('p', { class: 'muted' }, 'None specific to this tool.'),
     h('h2', {}, 'Verdict'),
-    r.configured ? h('p', {}, h('strong', {}, t.name), ' ', configuredVerdict(r, t.name) ? verdictBadge(configuredVerdict(r, t.name).verdict) : h('span', { class: 'muted' }, 'not loaded'),
-      h('span', { class: 'muted' }, ' under the configured policy ', h('code', {}, r.configured.file), configuredVerdict(r, t.name) ? [' (', h('code', {}, configuredVerdict(r, t.name).rule), ')'] : '')) : null,
-    h('p', {}, r.configured ? h('span', { class: 'muted' }, 'Recommended: ') : h('strong', {}, t.name), r.configured ? '' : ' ', verdictBadge(t.verdict)),
-    h('p', { class: 'muted' }, r.configured ? 'the recommended policy.json entry' : 'policy.json'), h('pre', {}, h('code', {}, JSON.stringify(t.policy, null, 2))),
-    h('h2', {}, 'FAQ'), t.faq.map((f) => h('details', {}, h('summary', {}, f.q), h('p', {}, f.a))));
+    r.configured ? h('p', {}, h('strong', {}, shown(t.name)), ' ', configuredVerdict(r, t.name) ? verdictBadge(configuredVerdict(r, t.name).verdict) : h('span', { class: 'muted' }, 'not loaded'),
+      h('span', { class: 'muted' }, ' under the configured policy ', h('code', {}, r.configured.file), configuredVerdict(r, t.name) ? [' (', h('code', {}, shown(configuredVerdict(r, t.name).rule)), ')'] : '')) : null,
+    h('p', {}, r.configured ? h('span', { class: 'muted' }, 'Recommended: ') : h('strong', {}, shown(t.name)), r.configured ? '' : ' ', verdictBadge(t.verdict)),
+    h('p', { class: 'muted' }, r.configured ? 'the recommended policy.json entry' : 'policy.json'), h('pre', {}, h('code', {}, shownLines(JSON.stringify(t.policy, null, 2)))),
+    h('h2', {}, 'FAQ'), t.faq.map((f) => h('details', {}, h('summary', {}, shown(f.q)), h('p', {}, shown(f.a)))));
 }
 
 export async function detail(view, slug) {
@@ -117,7 +119,7 @@ export async function tool(view, slug, name) {
   try {
     const r = await api(`/api/records/${enc(slug)}`);
     const t = r.tools.find((x) => x.name === name);
-    if (!t) throw new Error(`${title(r)} has no tool named ${name}`);
+    if (!t) throw new Error(`${title(r)} has no tool named ${shown(name)}`);
     replace(view, toolRecord(r, t, `#/records/${enc(slug)}`));
   } catch (err) { replace(view, failure(err)); }
 }
@@ -141,10 +143,10 @@ export async function search(view, initial) {
       const found = await api(`/api/records?search=${enc(text)}`);
       if (mine !== seq) return;
       replace(results, found.length === 0 ? h('p', { class: 'muted' }, text ? `No record matches “${text}”.` : 'The catalog is empty.') : h('div', { class: 'grid' }, found.map((r) => h('section', { class: 'card' },
-        h('div', { class: 'card-head' }, gradeBox(r.grade), h('div', {}, h('h2', {}, h('a', { href: `#/records/${enc(r.slug)}` }, r.name)), h('div', { class: 'muted' }, `${r.package ?? ''} ${r.version ?? ''} · ${r.tools} tools`))),
+        h('div', { class: 'card-head' }, gradeBox(r.grade), h('div', {}, h('h2', {}, h('a', { href: `#/records/${enc(r.slug)}` }, shown(r.name))), h('div', { class: 'muted' }, shown(`${r.package ?? ''} ${r.version ?? ''} · ${r.tools} tools`)))),
         countBadges(r.counts),
-        r.matches.length ? h('ul', { 'aria-label': `tools of ${r.name} matching` }, r.matches.map((t) => h('li', {},
-          h('a', { href: `#/records/${enc(r.slug)}/tools/${enc(t.name)}` }, t.name), ' ', catBadge(t.category), ' ', t.risk, ' · ', verdictBadge(t.verdict)))) : null))));
+        r.matches.length ? h('ul', { 'aria-label': `tools of ${shown(r.name)} matching` }, r.matches.map((t) => h('li', {},
+          h('a', { href: `#/records/${enc(r.slug)}/tools/${enc(t.name)}` }, shown(t.name)), ' ', catBadge(t.category), ' ', t.risk, ' · ', verdictBadge(t.verdict)))) : null))));
     } catch (err) { if (mine === seq) replace(results, failure(err)); }
   };
   input.addEventListener('input', () => { clearTimeout(timer); timer = setTimeout(run, 150); });

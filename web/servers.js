@@ -1,5 +1,5 @@
 // Servers: grade, categories, auth posture, pins (review and accept), sessions, traffic, kill switches.
-import { api, badge, confirmDialog, enc, failure, h, loading, replace, toast } from './ui.js';
+import { api, badge, confirmDialog, enc, failure, h, loading, replace, shown, toast } from './ui.js';
 import { countBadges, gradeBox, postureText, serverRecord, toolRecord } from './records.js';
 
 async function setKill(scope, on) {
@@ -47,7 +47,7 @@ export async function list(view) {
         h('dt', {}, 'auth posture'), h('dd', {}, postureText(d.posture)),
         h('dt', {}, 'pins'), h('dd', {}, badge(d.pins.state, `pin-${d.pins.state}`), d.pins.state === 'changed' ? [' ', h('a', { href: `#/servers/${enc(s.name)}` }, 'review changes')] : ''),
         h('dt', {}, 'last minute'), h('dd', {}, `${d.lastMinute.calls} calls, ${d.lastMinute.denied} denied, ${d.lastMinute.held} held`),
-        h('dt', {}, 'policy'), h('dd', { class: 'mono' }, d.policy)));
+        h('dt', {}, 'policy'), h('dd', { class: 'mono' }, shown(d.policy))));
     }, (err) => replace(body, failure(err)));
     return card;
   });
@@ -71,9 +71,9 @@ function pinSection(name, d, after) {
   return h('div', { class: 'card' },
     h('p', {}, badge('changed', 'pin-changed'), ' Tool definitions differ from their pins. Review them below (each tool\'s record shows its current definition), then accept.'),
     h('ul', {},
-      p.changed.map((t) => h('li', {}, 'changed: ', h('a', { href: `#/servers/${enc(name)}/tools/${enc(t)}` }, t))),
-      p.added.map((t) => h('li', {}, 'new: ', h('a', { href: `#/servers/${enc(name)}/tools/${enc(t)}` }, t))),
-      p.removed.map((t) => h('li', {}, `gone: ${t}`))),
+      p.changed.map((t) => h('li', {}, 'changed: ', h('a', { href: `#/servers/${enc(name)}/tools/${enc(t)}` }, shown(t)))),
+      p.added.map((t) => h('li', {}, 'new: ', h('a', { href: `#/servers/${enc(name)}/tools/${enc(t)}` }, shown(t)))),
+      p.removed.map((t) => h('li', {}, `gone: ${shown(t)}`))),
     acceptButton(name, d.fingerprint, after, 'Accept these definitions'));
 }
 

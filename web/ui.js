@@ -115,6 +115,11 @@ export function shown(text) {
   return String(text).replace(HIDDEN, (c) => (c === '\n' ? '\\n' : c === '\t' ? '\\t' : c === '\r' ? '\\r' : `\\u{${c.codePointAt(0).toString(16).toUpperCase()}}`));
 }
 
+/** Text of several lines (JSON shown in a block): each line as shown(), the line breaks kept. */
+export function shownLines(text) {
+  return String(text ?? '').split('\n').map(shown).join('\n');
+}
+
 export function loading(text = 'Loading…') { return h('p', { class: 'muted', role: 'status' }, text); }
 export function failure(err) { return h('p', { class: 'error', role: 'alert' }, err.message ?? String(err)); }
 

@@ -13,7 +13,7 @@ export function elicitationParams(a: Pick<Approval, 'id' | 'tool' | 'args' | 're
     message: `Toolgate is holding a call to "${escapeControls(a.tool)}" for approval ${a.id}. ${escapeControls(a.reason)}\nArguments:\n${argsText(a.args)}${masked}\nApprove this call?`,
     requestedSchema: {
       type: 'object',
-      properties: { decision: { type: 'string', title: 'Decision', description: `Approve or deny the call to ${a.tool}`, enum: ['approve', 'deny'] } },
+      properties: { decision: { type: 'string', title: 'Decision', description: `Approve or deny the call to ${escapeControls(a.tool)}`, enum: ['approve', 'deny'] } },
       required: ['decision'],
     },
   };

@@ -56,6 +56,9 @@ function pathName(encoded: string): string {
   }
 }
 
+/** How often open admin event streams are checked against sign-outs elsewhere and session expiry. */
+const STREAM_CHECK_MS = 5_000;
+
 /**
  * `toolgate serve`: one HTTP listener, many upstream servers at /mcp/<server>. Each legacy client
  * session gets its own policy session and (unless its server pools all clients) its own upstream
@@ -82,6 +85,9 @@ export class Gateway {
   private readonly listings = new Listings();
   /** Admin responses still open after their handler returned: event streams, ended when the gateway stops. */
   private readonly streams = new Set<ServerResponse>();
+  /** For each open stream, whether what opened it (the admin token, a dashboard session) still holds. */
+  private readonly streamAuth = new Map<ServerResponse, () => Promise<boolean>>();
+  private streamCheck?: NodeJS.Timeout;
   private addresses: ClientAddresses;
   private readonly connections: ConnectionGuard;
   private readonly eventBudget: EventBudget;
@@ -93,7 +99,7 @@ export class Gateway {
 
   constructor(private readonly opts: GatewayOptions) {
     this.config = opts.config;
-    this.dashboard = new Dashboard({ config: () => this.config, audit: opts.audit, store: opts.state.oauth });
+    this.dashboard = new Dashboard({ config: () => this.config, audit: opts.audit, store: opts.state.oauth, signedOut: () => this.recheckStreams() });
     this.grants = new Grants(opts.state.grants);
     this.approvals = new Approvals({
       store: opts.state.approvals,
@@ -243,6 +249,7 @@ export class Gateway {
     this.policies.loadPolicies(config);
     this.addresses = new ClientAddresses(config.trusted_proxies);
     this.config = config;
+    void this.recheckStreams();
     // A name added to allowed_hosts applies at once, as trusted_proxies does (it used to wait for a restart).
     if (this.port) this.applyAllowedHosts();
     this.connections.apply(this.http);
@@ -263,6 +270,7 @@ export class Gateway {
 
   async stop(): Promise<void> {
     clearInterval(this.reaper);
+    clearInterval(this.streamCheck);
     for (const res of this.streams) res.end();
     this.stopApprovalMetrics();
     this.approvals.close();
@@ -277,6 +285,14 @@ export class Gateway {
   /** Why the policy file's latest version was refused (the previous one still decides), when it was. */
   policyProblem(file: string): { problem: string; since: string } | undefined {
     return this.policies.policyProblem(file);
+  }
+
+  /** Ends every admin event stream whose admin token or dashboard session no longer opens the admin API. */
+  private async recheckStreams(): Promise<void> {
+    for (const [res, holds] of [...this.streamAuth]) {
+      if (!(await holds().catch(() => false))) { this.streamAuth.delete(res); res.end(); }
+    }
+    if (this.streamAuth.size === 0 && this.streamCheck) { clearInterval(this.streamCheck); this.streamCheck = undefined; }
   }
 
   /** DNS-rebinding protection: the Host must be this listener, an Origin must be a local one or an allowed one. */
@@ -326,7 +342,11 @@ export class Gateway {
         });
         if (!res.writableEnded) {
           this.streams.add(res);
-          res.on('close', () => this.streams.delete(res));
+          // An event stream lasts only as long as what opened it: signing out (here or on another
+          // instance), the session's expiry or a new admin token ends it, as it ends the next request.
+          this.streamAuth.set(res, authenticatedAs === 'api' ? async () => isAdmin(req, this.config) : () => this.dashboard.signedIn(req));
+          this.streamCheck ??= setInterval(() => void this.recheckStreams(), STREAM_CHECK_MS).unref();
+          res.on('close', () => { this.streams.delete(res); this.streamAuth.delete(res); });
         }
       } catch (err) {
         if (err instanceof AdminError) throw new HttpError(err.status, err.message);

@@ -12,6 +12,23 @@ export function toolSlug(name: string): string {
 const serverTitle = (r: ServerRecord) => r.identity.serverInfo.title || r.identity.serverInfo.name;
 const json = (v: unknown) => JSON.stringify(v, null, 2);
 
+/** Text of several lines in a markdown page (a JSON block, a description): its line breaks are kept. */
+class Block {
+  constructor(readonly text: string) {}
+}
+/**
+ * A description or an answer that repeats it, as a block: one line stays as it is; several lines are
+ * quoted (`> ` before each), so a server's text cannot start a line that reads as the page's own
+ * heading, grade or verdict.
+ */
+const quoted = (text: string) => new Block(text.includes('\n') ? text.split('\n').map((l) => `> ${l}`.trimEnd()).join('\n') : text);
+/**
+ * A markdown page from its lines: every hidden character shown as an escape, and in each line a line
+ * break from a server's text (its name, title or version, a tool's name, a quote) written as `\n`, so
+ * it cannot forge a line of its own ("Risk grade **A**", "- verification: **verified**"). Blocks keep theirs.
+ */
+const markdown = (lines: (string | Block)[]) => lines.map((l) => (l instanceof Block ? escapeControls(l.text, true) : escapeControls(l))).join('\n');
+
 function originText(r: ServerRecord): string {
   const o = r.identity.origin;
   if (o.kind === 'url') return o.url!;
@@ -58,12 +75,12 @@ function poisoningMarkdown(t: ToolRecord): string[] {
 
 export function toolMarkdown(r: ServerRecord, t: ToolRecord): string {
   const c = t.classification;
-  const lines = [
+  const lines: (string | Block)[] = [
     `# ${t.name} · ${serverTitle(r)}: Risk & Policy`,
     '',
     '## What it does',
     '',
-    shownDescription(t),
+    quoted(shownDescription(t)),
     '',
     ...poisoningMarkdown(t),
     '## Why it needs a policy',
@@ -87,21 +104,21 @@ export function toolMarkdown(r: ServerRecord, t: ToolRecord): string {
     'policy.json',
     '',
     '```json',
-    json(t.policy),
+    new Block(json(t.policy)),
     '```',
     '',
     '## FAQ',
     '',
-    ...t.faq.flatMap((f) => [`**${f.q}**`, '', f.a, '']),
+    ...t.faq.flatMap((f) => [`**${f.q}**`, '', quoted(f.a), '']),
   ];
   // Hidden characters anywhere in server-written text (the FAQ repeats the description) shown as escapes.
-  return escapeControls(lines.join('\n'), true);
+  return markdown(lines);
 }
 
 export function serverMarkdown(r: ServerRecord, toolHref: (t: ToolRecord) => string = (t) => `tools/${toolSlug(t.name)}.md`): string {
   const id = r.identity;
   const caps = r.capabilities;
-  return escapeControls([
+  return markdown([
     `# ${serverTitle(r)}: Risk & Policy`,
     '',
     `Risk grade **${r.grade.letter}** (${r.grade.reasons.join('; ') || 'no risky tools'})`,
@@ -145,10 +162,10 @@ export function serverMarkdown(r: ServerRecord, toolHref: (t: ToolRecord) => str
     '## Recommended policy',
     '',
     '```json',
-    json(r.recommendedPolicy),
+    new Block(json(r.recommendedPolicy)),
     '```',
     '',
-  ].join('\n'), true);
+  ]);
 }
 
 const esc = (s: string) => s.replace(/[&<>"']/g, (ch) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[ch]!);

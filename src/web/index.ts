@@ -62,6 +62,8 @@ export interface DashboardOptions {
   audit: AuditLog;
   /** The state store's key-value part: signed-in sessions live there, so sign-out holds across restarts and instances. */
   store: OAuthStore;
+  /** Told after a sign-out here, once the session is gone: streams it opened are ended. */
+  signedOut?: () => Promise<void>;
 }
 
 /**
@@ -105,6 +107,11 @@ export class Dashboard {
    * without a valid session (the caller answers 401); a state-changing request from another
    * origin or without the session's CSRF token is refused with 403.
    */
+  /** Whether the request's session cookie still names a live session (for a stream it opened). */
+  async signedIn(req: IncomingMessage): Promise<boolean> {
+    return (await this.session(req)) !== null;
+  }
+
   async authorizes(req: IncomingMessage): Promise<boolean> {
     const session = await this.session(req);
     if (!session) return false;
@@ -149,6 +156,7 @@ export class Dashboard {
       if (!(await this.authorizes(req))) return json(401, { signedIn: false });
       const session = (await this.session(req))!;
       await this.opts.store.delete(storeKey(session.id));
+      await this.opts.signedOut?.();
       return json(200, { signedIn: false }, { 'set-cookie': this.cookie(req, '', 0) });
     }
     if (method !== 'POST') throw new HttpError(405, 'sign in with POST, out with DELETE');
