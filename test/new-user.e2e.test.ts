@@ -209,5 +209,6 @@ describe('small things a new user hit', () => {
     assert.equal(r.code, 0, r.stderr);
     assert.ok(statSync(out).isFile(), 'fs.md is a file');
     assert.match(readFileSync(out, 'utf8'), /^# /m);
+    assert.doesNotMatch(readFileSync(out, 'utf8'), /\]\(tools\//, 'no links to tool pages that were never written');
   });
 });
