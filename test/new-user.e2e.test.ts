@@ -211,4 +211,15 @@ describe('small things a new user hit', () => {
     assert.match(readFileSync(out, 'utf8'), /^# /m);
     assert.doesNotMatch(readFileSync(out, 'utf8'), /\]\(tools\//, 'no links to tool pages that were never written');
   });
+
+  it('a reader that closes the pipe early (| head -1) gets no stack trace, and the exit is clean', async () => {
+    const home = tempDir();
+    const child = spawn(process.execPath, [BIN, 'policy', 'schema'], { env: testEnv(home), stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout.destroy();
+    let stderr = '';
+    child.stderr.on('data', (c: Buffer) => { stderr += c.toString(); });
+    const code = await new Promise<number | null>((resolve) => child.on('close', (c) => resolve(c)));
+    assert.equal(stderr, '');
+    assert.equal(code, 0);
+  });
 });
