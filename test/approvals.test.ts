@@ -242,4 +242,26 @@ describe('the notice for the person at the terminal (issue 23 #21)', () => {
     assert.match(notices[1], new RegExp(`^"delete_file" on files is held for approval ${held.id} \\(expires in 5m\\)\\. Approve: `));
     approvals.close();
   });
+
+  it('a call that joins an approval another process opened is announced here too, once (it would wait in silence)', async () => {
+    const store = new MemoryApprovalStore();
+    const first: string[] = [];
+    const earlier = new Approvals({ store, log, onHeld: (_a, notice) => first.push(notice) });
+    const opened = (await earlier.open(call())).approval;
+    earlier.close();
+    const notices: string[] = [];
+    const later = new Approvals({ store, log, onHeld: (_a, notice) => notices.push(notice) });
+    const joined = await later.open(call());
+    assert.equal(joined.fresh, false);
+    assert.equal(joined.approval.id, opened.id);
+    assert.equal(notices.length, 1);
+    assert.match(notices[0], new RegExp(`^"delete_file" on files is held for approval ${opened.id} \\(requested earlier at \\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z and still pending; expires in 5m\\)\\. Approve: toolgate approvals approve ${opened.id}`));
+    await later.open(call());
+    assert.equal(notices.length, 1, 'not again for the same approval in this process');
+    await later.open(call({ args: { path: '/c' } }));
+    assert.equal(notices.length, 2);
+    assert.doesNotMatch(notices[1], /earlier/);
+    assert.equal(first.length, 1);
+    later.close();
+  });
 });

@@ -59,4 +59,14 @@ describe('records show flow roles (issue 27 item 4)', async () => {
     assert.equal(r.flows!.trifecta, false);
     assert.match(serverMarkdown(r), /does not complete the lethal trifecta on its own\. Private: get_email\. Untrusted: get_email\. Egress: none\./);
   });
+
+  it('a server page standing alone (stdout, -o x.md) links no tool pages that were never written', () => {
+    const r = listing([readMail, sendMail]);
+    assert.match(serverMarkdown(r), /\| \[get_email\]\(tools\/get_email\.md\) \|/);
+    assert.match(serverHtml(r), /<a href="tools\/get_email\.html">/);
+    assert.match(serverMarkdown(r, null), /\n\| get_email \| Read \|/);
+    assert.doesNotMatch(serverMarkdown(r, null), /\]\(tools\//);
+    assert.doesNotMatch(serverHtml(r, null), /href="tools\//);
+    assert.match(serverHtml(r, null), /<tr><td>get_<wbr>email<\/td>/);
+  });
 });

@@ -209,5 +209,29 @@ describe('small things a new user hit', () => {
     assert.equal(r.code, 0, r.stderr);
     assert.ok(statSync(out).isFile(), 'fs.md is a file');
     assert.match(readFileSync(out, 'utf8'), /^# /m);
+    assert.doesNotMatch(readFileSync(out, 'utf8'), /\]\(tools\//, 'no links to tool pages that were never written');
+  });
+
+  it('policy explain names the window of each limit it counts against (not "per window")', async () => {
+    const home = tempDir();
+    const policy = writePolicy(home, { version: '1', default: 'deny', tools: { t: { limits: [
+      { counter: 'a', window: 'minute', max: 30 }, { counter: 'b', window: 'day', max: 5 }, { counter: 'c', window: 90, max: 2 },
+    ] } } });
+    const r = await cli(['policy', 'explain', policy, '--tool', 't', '--args', '{}'], testEnv(home));
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /counts 1 against "a" \(max 30 per minute\)/);
+    assert.match(r.stdout, /counts 1 against "b" \(max 5 per day\)/);
+    assert.match(r.stdout, /counts 1 against "c" \(max 2 per 90 s window\)/);
+  });
+
+  it('a reader that closes the pipe early (| head -1) gets no stack trace, and the exit is clean', async () => {
+    const home = tempDir();
+    const child = spawn(process.execPath, [BIN, 'policy', 'schema'], { env: testEnv(home), stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout.destroy();
+    let stderr = '';
+    child.stderr.on('data', (c: Buffer) => { stderr += c.toString(); });
+    const code = await new Promise<number | null>((resolve) => child.on('close', (c) => resolve(c)));
+    assert.equal(stderr, '');
+    assert.equal(code, 0);
   });
 });

@@ -120,6 +120,7 @@ describe('toolgate status with a fleet', () => {
       const r = await cli(['status', '--state', `${redis.url}/0?prefix=st`, '--audit', join(dir, 'audit.db')], testEnv(dir));
       assert.equal(r.code, 0, r.stderr);
       assert.match(r.stdout, /^fleet: 1 live instance on the shared state\n/);
+      assert.match(r.stdout, /^ {2}vm:1 {2}http:\/\/127\.0\.0\.1:1 {2}everything {2}1 session, up since /m, 'one session, not "1 sessions"');
       assert.ok(r.stdout.includes(`no toolgate run or serve is running writing to ${join(dir, 'audit.db')}\n`), r.stdout);
       assert.ok(r.stdout.includes(`calls in the last minute (in ${join(dir, 'audit.db')}; each instance keeps its own audit log):`), r.stdout);
     } finally {

@@ -99,6 +99,8 @@ export class Approvals {
   private readonly sweeper: NodeJS.Timeout;
   private readonly now: () => number;
   private lastPurge = 0;
+  /** Approvals this process has announced (bounded: pending ones expire, and it is cleared as they end). */
+  private readonly announced = new Set<string>();
 
   constructor(private readonly opts: ApprovalsOptions) {
     this.howTo = opts.howTo ?? cliHowTo();
@@ -126,7 +128,15 @@ export class Approvals {
     const binding = bindingOf(call);
     const now = this.now();
     const live = await this.opts.store.findLive(binding, now);
-    if (live) return { approval: live, fresh: false };
+    if (live) {
+      // A call that joins an approval opened earlier — by a process or agent that gave up waiting —
+      // would otherwise wait in silence: the person at this terminal never saw its id.
+      if (live.status === 'pending' && !this.announced.has(live.id)) {
+        this.remember(live.id);
+        this.opts.onHeld?.(live, heldNotice(live, now, this.howTo, call.settings.mode, true));
+      }
+      return { approval: live, fresh: false };
+    }
     const shown = maskForApprover(call.args);
     const max = call.settings.maxPending;
     const approval: Approval = {
@@ -140,10 +150,16 @@ export class Approvals {
       throw new ApprovalRefused(`${max} calls of this grant already wait for approval (approval.max_pending); this one was not held. Wait until a person decides one of them, then make the call again.`);
     }
     this.audit(approval, 'approval_requested', `${approval.id}: ${call.reason}`);
+    this.remember(approval.id);
     this.opts.onHeld?.(approval, heldNotice(approval, now, this.howTo, call.settings.mode));
     const hook = approval.via.includes('webhook') ? this.opts.webhook?.(call.server) : undefined;
     if (hook) this.webhooks.send(hook, webhookBody(approval, hook.format, this.howTo));
     return { approval, fresh: true };
+  }
+
+  private remember(id: string): void {
+    if (this.announced.size >= 10_000) this.announced.clear();
+    this.announced.add(id);
   }
 
   /**

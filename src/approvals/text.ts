@@ -55,10 +55,11 @@ export function waitingMessage(a: Approval, now: number, how: HowTo): string {
 }
 
 /** Once per held call, for the person at the terminal (stderr in toolgate run, the log in serve). */
-export function heldNotice(a: Approval, now: number, how: HowTo, mode: 'hold' | 'retry' = 'hold'): string {
+export function heldNotice(a: Approval, now: number, how: HowTo, mode: 'hold' | 'retry' = 'hold', earlier = false): string {
+  const since = earlier ? `, requested earlier at ${new Date(a.requestedAt).toISOString()} and still pending` : '';
   const what = mode === 'retry'
-    ? `was denied pending approval ${a.id} (approval.mode retry; expires in ${formatDuration(a.expiresAt - now)}): once approved, the same call made again passes once.`
-    : `is held for approval ${a.id} (expires in ${formatDuration(a.expiresAt - now)}).`;
+    ? `was denied pending approval ${a.id} (approval.mode retry${since}; expires in ${formatDuration(a.expiresAt - now)}): once approved, the same call made again passes once.`
+    : `is held for approval ${a.id} (${since ? `${since.slice(2)}; ` : ''}expires in ${formatDuration(a.expiresAt - now)}).`;
   return `"${escapeControls(a.tool)}" on ${escapeControls(a.server)} ${what} Approve: ${how.approve(a.id)}   Deny: ${how.deny(a.id)}`;
 }
 

@@ -66,8 +66,26 @@ function maskOwnCommandLine(argv: string[]): void {
 }
 
 /** Parses and runs one command. Returns the exit code: 0 ok, 1 the checked thing failed, 2 usage or environment error. */
+/**
+ * `toolgate policy explain … | head -2`: the reader closing the pipe is not an error, and must not
+ * print a Node stack trace. A command that listens for it itself (audit export saves its cursor)
+ * handles it; `run` and `serve` speak over stdout or keep state to flush, so they are left alone.
+ */
+function quietOnClosedStdout(argv: string[]): void {
+  const command = argv.slice(2).find((a) => !a.startsWith('-'));
+  if (command === 'run' || command === 'serve') return;
+  const onError = (err: NodeJS.ErrnoException): void => {
+    if (process.stdout.listenerCount('error') > 1) return;
+    if (err.code === 'EPIPE') process.exit(Number(process.exitCode ?? 0));
+    process.stderr.write(`toolgate: cannot write to stdout: ${err.message}\n`);
+    process.exit(2);
+  };
+  process.stdout.on('error', onError);
+}
+
 export async function main(argv: string[]): Promise<number> {
   maskOwnCommandLine(argv);
+  quietOnClosedStdout(argv);
   collectDeadJournals();
   const program = buildProgram();
   // With --json (before any `--`), an error is one JSON line too: {"error": "...", "code": N}.

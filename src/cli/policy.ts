@@ -146,7 +146,7 @@ export function registerPolicy(program: Command): void {
         tool: flags.tool, verdict: d.verdict, rule: d.rule, message: d.message ?? null,
         mode: engine.shadow ? 'shadow' : 'enforce',
         flow: roles,
-        limits: d.charges.map((c) => ({ counter: c.key.split('\x1f')[0], increment: c.amount, max: c.max })),
+        limits: d.charges.map((c) => ({ counter: c.key.split('\x1f')[0], increment: c.amount, max: c.max, ...(c.window ? { windowSeconds: c.window.ms / 1000 } : {}) })),
         ...(d.approval ? { approval: d.approval } : {}),
         results: results.json,
         // What the policy does should the tool's listed definition carry text aimed at the model (src/poison).
@@ -155,10 +155,17 @@ export function registerPolicy(program: Command): void {
       if (flags.json) printJson(result);
       else {
         say(`${d.verdict.toUpperCase()} by ${d.rule}${d.message ? `: ${d.message}` : ''}\n`);
-        for (const l of result.limits) say(`  counts ${l.increment} against "${l.counter}" (max ${l.max} per window)\n`);
+        for (const l of result.limits) say(`  counts ${l.increment} against "${l.counter}" (max ${l.max} ${perWindow(l.windowSeconds)})\n`);
         if (!d.enforced) say('  (shadow mode: the call would be forwarded anyway)\n');
         for (const line of results.lines) say(`${line}\n`);
         say(`  if its definition is poisoned: ${result.poisoned === 'hide' ? 'hidden and denied (poisoned: hide)' : result.poisoned === 'warn' ? 'kept, logged and audited (poisoned: warn)' : 'kept silently (poisoned: allow)'}\n`);
       }
     });
+}
+
+/** "per minute" rather than "per window": the reader of explain wants the limit as the policy states it. */
+export function perWindow(seconds: number | undefined): string {
+  const named: Record<number, string> = { 1: 'second', 60: 'minute', 3600: 'hour', 86_400: 'day' };
+  if (seconds === undefined) return 'per window';
+  return named[seconds] ? `per ${named[seconds]}` : `per ${seconds} s window`;
 }

@@ -114,17 +114,19 @@ export function registerRisk(program: Command): void {
         return;
       }
       const ext = format === 'md' ? 'md' : 'html';
-      const server = format === 'md' ? serverMarkdown(record) : serverHtml(record);
+      // Standing alone (stdout, -o fs.md) the page has no tool pages beside it to link to.
+      const alone = format === 'md' ? serverMarkdown(record, null) : serverHtml(record, null);
       if (!flags.output) {
-        say(server);
+        say(alone);
         return;
       }
       if (flags.output.endsWith(`.${ext}`)) {
         // -o fs.md: one file, the server page (a folder gets a page per tool too).
-        writeFileSync(flags.output, server);
+        writeFileSync(flags.output, alone);
         process.stderr.write(`wrote ${flags.output} (grade ${record.grade.letter}); -o FOLDER writes one page per tool too\n`);
         return;
       }
+      const server = format === 'md' ? serverMarkdown(record) : serverHtml(record);
       mkdirSync(join(flags.output, 'tools'), { recursive: true });
       writeFileSync(join(flags.output, `index.${ext}`), server);
       for (const t of record.tools) {

@@ -68,7 +68,7 @@ export function registerStatus(program: Command): void {
       const out: string[] = [];
       if (fleet) {
         out.push(fleet.length ? `fleet: ${fleet.length} live instance${fleet.length === 1 ? '' : 's'} on the shared state` : 'fleet: no live instance on the shared state');
-        for (const i of fleet) out.push(oneLine`  ${i.instance}  ${i.listen}  ${i.servers.join(', ') || '-'}  ${i.sessions} sessions, up since ${i.startedAt}, last seen ${i.lastSeen}` + (i.generation === 'lost' ? '  STATE LOST: refusing limited calls until toolgate state reset-ack' : ''));
+        for (const i of fleet) out.push(oneLine`  ${i.instance}  ${i.listen}  ${i.servers.join(', ') || '-'}  ${i.sessions} ${i.sessions === 1 ? 'session' : 'sessions'}, up since ${i.startedAt}, last seen ${i.lastSeen}` + (i.generation === 'lost' ? '  STATE LOST: refusing limited calls until toolgate state reset-ack' : ''));
       }
       if (stateProblem) out.push(oneLine`state store: ${stateProblem}`);
       // With a fleet listed above, what follows comes from one audit log only (each instance keeps its own): say so.

@@ -115,7 +115,8 @@ export function toolMarkdown(r: ServerRecord, t: ToolRecord): string {
   return markdown(lines);
 }
 
-export function serverMarkdown(r: ServerRecord, toolHref: (t: ToolRecord) => string = (t) => `tools/${toolSlug(t.name)}.md`): string {
+/** `toolHref: null` for a page standing alone (stdout, `-o x.md`): tool names are not linked to pages that do not exist. */
+export function serverMarkdown(r: ServerRecord, toolHref: ((t: ToolRecord) => string) | null = (t) => `tools/${toolSlug(t.name)}.md`): string {
   const id = r.identity;
   const caps = r.capabilities;
   return markdown([
@@ -157,7 +158,7 @@ export function serverMarkdown(r: ServerRecord, toolHref: (t: ToolRecord) => str
     '',
     '| tool | category | risk | verdict |',
     '|---|---|---|---|',
-    ...r.tools.map((t) => `| [${t.name}](${toolHref(t)}) | ${t.classification.category} | ${t.classification.risk} | ${t.verdict}${t.poisoning?.length ? ` (poisoning: ${hideLevelOf(t).length} hide, ${t.poisoning.length - hideLevelOf(t).length} warn)` : ''} |`),
+    ...r.tools.map((t) => `| ${toolHref ? `[${t.name}](${toolHref(t)})` : t.name} | ${t.classification.category} | ${t.classification.risk} | ${t.verdict}${t.poisoning?.length ? ` (poisoning: ${hideLevelOf(t).length} hide, ${t.poisoning.length - hideLevelOf(t).length} warn)` : ''} |`),
     '',
     '## Recommended policy',
     '',
@@ -225,7 +226,7 @@ ${t.attacks.length ? t.attacks.map((a) => `<details><summary>${esc(a.title)}</su
   return page(`${t.name} · ${serverTitle(r)}: Risk & Policy`, body);
 }
 
-export function serverHtml(r: ServerRecord, toolHref: (t: ToolRecord) => string = (t) => `tools/${toolSlug(t.name)}.html`): string {
+export function serverHtml(r: ServerRecord, toolHref: ((t: ToolRecord) => string) | null = (t) => `tools/${toolSlug(t.name)}.html`): string {
   const id = r.identity;
   const caps = r.capabilities;
   const body = `
@@ -244,7 +245,7 @@ export function serverHtml(r: ServerRecord, toolHref: (t: ToolRecord) => string 
 <section><h2>Tools by category</h2><p>${CATEGORIES.map((c) => `${badge(c, `${c} ${r.counts[c]}`)}`).join(' ')}</p></section>
 ${r.flows ? `<section><h2>Data flows</h2><p>${esc(serverFlowSentence(r.flows))}</p></section>
 ` : ''}<section><h2>Every tool</h2><table><thead><tr><th>tool</th><th>category</th><th>risk</th><th>verdict</th></tr></thead><tbody>
-${r.tools.map((t) => `<tr><td><a href="${esc(toolHref(t))}">${esc(t.name).replace(/[_-]/g, '$&<wbr>')}</a></td><td>${badge(t.classification.category)}</td><td>${esc(t.classification.risk)}</td><td>${esc(t.verdict)}${t.poisoning?.length ? ` <span class="muted">(poisoning: ${hideLevelOf(t).length} hide, ${t.poisoning.length - hideLevelOf(t).length} warn)</span>` : ''}</td></tr>`).join('\n')}
+${r.tools.map((t) => `<tr><td>${toolHref ? `<a href="${esc(toolHref(t))}">` : ''}${esc(t.name).replace(/[_-]/g, '$&<wbr>')}${toolHref ? '</a>' : ''}</td><td>${badge(t.classification.category)}</td><td>${esc(t.classification.risk)}</td><td>${esc(t.verdict)}${t.poisoning?.length ? ` <span class="muted">(poisoning: ${hideLevelOf(t).length} hide, ${t.poisoning.length - hideLevelOf(t).length} warn)</span>` : ''}</td></tr>`).join('\n')}
 </tbody></table></section>
 <section><h2>Recommended policy</h2><pre><code>${esc(json(r.recommendedPolicy))}</code></pre></section>`;
   return page(`${serverTitle(r)}: Risk & Policy`, body);
