@@ -93,14 +93,17 @@ describe('toolgate serve: pool.concurrency, several calls on one upstream sessio
     const callC = hold(c, 'mc-c', progress.c);
     await until(async () => (await metric('toolgate_pool_queued', { server: 'mc' })) === 1, 'the third call to queue');
     assert.equal(callOf('mc', 'mc-c'), undefined, 'the third call is not forwarded while the session carries two');
-    // A gives up: only its request is cancelled upstream, and its place goes to C.
+    // A gives up: only its request is cancelled upstream. The server never answers it, so its
+    // place stays taken (until pool.queue_timeout): C gets B's place once B is answered.
     abort.abort();
     const cancelled = await until(() => events('mc').find((e) => e.event === 'cancelled'), 'the cancellation upstream');
     assert.equal(cancelled.tag, 'mc-a');
     assert.ok(await callA instanceof Error);
+    assert.equal(await metric('toolgate_pool_requests', { server: 'mc' }), 2, 'the cancelled call still counts');
+    assert.equal(callOf('mc', 'mc-c'), undefined);
+    release('mc-b');
     const inC = await until(() => callOf('mc', 'mc-c'), 'the third call upstream once a place is free');
     assert.equal(inC.pid, inA.pid);
-    release('mc-b');
     release('mc-c');
     assert.equal(text(await callB), 'released mc-b');
     assert.equal(text(await callC), 'released mc-c');

@@ -182,10 +182,15 @@ describe('pool.concurrency: views over one shared session', () => {
     assert.equal((up.sent.find((m) => m.id === 'ask-1')?.error as Json | undefined)?.code, -32601, 'the question is refused');
     await a.view.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'x' } });
     assert.equal(up.closed, false, 'a routed session is not retired for a cancellation: nothing unroutable leaves it');
-    // A third request (grant A again) takes the place A's cancelled one left.
-    const cc = await request(a.view, ups, call('y', 'A2'));
-    assert.equal(cc.up, up);
+    // A's cancelled request keeps its place until the server answers it (the answer is dropped);
+    // then a third request (grant A again) takes that place.
+    let third = false;
+    const sentC = request(a.view, ups, call('y', 'A2')).then((r) => { third = true; return r; });
+    await new Promise((r) => setImmediate(r));
+    assert.equal(third, false, 'the cancelled request still holds its place');
     up.reply({ jsonrpc: '2.0', id: ca.inner, result: { content: [{ type: 'text', text: 'A late' }] } });
+    const cc = await sentC;
+    assert.equal(cc.up, up);
     up.reply({ jsonrpc: '2.0', id: cb.inner, result: { content: [{ type: 'text', text: 'B' }] } });
     up.reply({ jsonrpc: '2.0', id: cc.inner, result: { content: [{ type: 'text', text: 'A2' }] } });
     assert.deepEqual(a.got.map((m) => [m.id, JSON.stringify(m.result)]), [['y', '{"content":[{"type":"text","text":"A2"}]}']]);

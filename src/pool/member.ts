@@ -52,6 +52,12 @@ const INITIALIZE_TIMEOUT_MS = 30_000;
 export class PooledUpstream {
   /** The requests leasing this session now, by their member id, with their progress tokens. */
   private readonly holders = new Map<string, { view: LeaseHolder; token?: string }>();
+  /**
+   * Cancelled requests of a routed session the server has not answered yet, by member id: each
+   * keeps its place (its lease) until the server answers it (the answer is dropped), the grace
+   * runs out, or the session ends (src/pool/view.ts endLease).
+   */
+  private readonly lingering = new Map<string, { timer: NodeJS.Timeout; done: (how: 'answered' | 'grace' | 'gone') => void }>();
   /** The initialize answer this session gave (what pooled sessions' clients are answered with). */
   initialized?: Json;
   dead = false;
@@ -109,6 +115,30 @@ export class PooledUpstream {
     this.holders.delete(id);
   }
 
+  /**
+   * A cancelled request (by member id, its lease already ended) that the server may still be
+   * working on: `done` once the server answers it ('answered': the answer is dropped all the same),
+   * after `graceMs` without an answer ('grace'), or when the session ends ('gone'); once only.
+   */
+  linger(id: string, graceMs: number, done: (how: 'answered' | 'grace' | 'gone') => void): void {
+    if (this.dead) return done('gone');
+    const timer = setTimeout(() => this.settle(id, 'grace'), graceMs);
+    timer.unref();
+    this.lingering.set(id, { timer, done });
+  }
+
+  private settle(id: string, how: 'answered' | 'grace' | 'gone'): void {
+    const l = this.lingering.get(id);
+    if (!l) return;
+    this.lingering.delete(id);
+    clearTimeout(l.timer);
+    l.done(how);
+  }
+
+  private settleAll(): void {
+    for (const id of [...this.lingering.keys()]) this.settle(id, 'gone');
+  }
+
   /** Whether this request (by member id) leases the session now. */
   holds(id: string): boolean {
     return this.holders.has(id);
@@ -132,7 +162,11 @@ export class PooledUpstream {
       if (holder) {
         this.holders.delete(message.id as string);
         holder.view.answered(this, message);
-      } else this.dropped('answer', 'an answer to no request leasing the session (a cancelled or timed-out one)');
+      } else {
+        this.dropped('answer', 'an answer to no request leasing the session (a cancelled or timed-out one)');
+        // A cancelled request's late answer: the place it kept is free now.
+        if (typeof message.id === 'string') this.settle(message.id, 'answered');
+      }
       return;
     }
     if (isValidId(message.id)) return this.serverRequest(method, message);
@@ -185,10 +219,13 @@ export class PooledUpstream {
     this.holders.clear();
     for (const view of views) view.failed(this, reason);
     this.opts.died(this, reason);
+    // After the pool forgot it: the places its cancelled requests kept are given back.
+    this.settleAll();
   }
 
   close(): Promise<void> {
     this.dead = true;
+    this.settleAll();
     this.upstream.onclose = undefined;
     return this.upstream.close();
   }

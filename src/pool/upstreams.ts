@@ -54,6 +54,7 @@ class KeyPool implements PoolHost {
   private readonly closing = new Set<Promise<void>>();
   private started = 0;
   readonly retireCancelled: boolean;
+  readonly cancelGraceMs: number;
   /** share: server: the pool serves every grant. */
   private readonly shared: boolean;
   readonly placesTasksOnly: boolean;
@@ -64,6 +65,7 @@ class KeyPool implements PoolHost {
     const p = config.pool;
     this.shared = p.share === 'server';
     this.retireCancelled = this.shared;
+    this.cancelGraceMs = durationToMs(p.queue_timeout);
     // Each session its own process: a task lives on the one that created it, and another grant's
     // task may carry its id on another (a server numbering its tasks per process). Over HTTP the
     // sessions reach one server, which may know a task made through another instance of a fleet.

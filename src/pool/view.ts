@@ -26,6 +26,11 @@ export interface PoolHost {
    */
   readonly retireCancelled: boolean;
   /**
+   * How long a request cancelled on a routed session keeps its place (and its grant's) while the
+   * server has not answered it (pool.queue_timeout); then (with retireCancelled) the session is retired.
+   */
+  readonly cancelGraceMs: number;
+  /**
    * A task request goes only to the session known to run the task (share: server over processes):
    * one the pool cannot place is refused, never sent to a session chosen by its id alone.
    */
@@ -187,10 +192,29 @@ export class PoolView implements Upstream, LeaseHolder {
   private endLease(inner: string, leased: Leased, cancelled: boolean): void {
     this.leases.delete(inner);
     this.forgetAsks(inner);
-    leased.lease.resource.ended(inner);
-    // Released: a strict session that runs no task is closed by the pool instead of handed on. A
-    // routed one (pool.concurrency) already passes on only what names its request: it carries on.
-    if (cancelled && this.host.retireCancelled && !leased.lease.resource.routed) leased.lease.resource.strict = true;
+    const member = leased.lease.resource;
+    member.ended(inner);
+    if (cancelled && member.routed) {
+      // A routed session (pool.concurrency) passes on only what names its request, so a cancelled
+      // one's late messages reach no one; but the server may go on with it (MCP lets it), so it
+      // keeps its place, and its grant's, until the server answers it (dropped) — else a grant
+      // could pile work on a shared process beyond its places by sending and cancelling calls.
+      // Unanswered after the grace (pool.queue_timeout) its place is free; with share: server the
+      // session is retired too (no new request; closed once its other requests end): only the end
+      // of its process bounds work the server will not let go of, and that process serves other
+      // grants. With share: grant the pool and its processes are the grant's own: handed on, as
+      // an exclusive session of such a pool is after a cancellation.
+      member.linger(inner, this.host.cancelGraceMs, (how) => {
+        if (how === 'grace' && this.host.retireCancelled) {
+          member.strict = true;
+          this.log.warn({ server: this.host.server }, 'a request cancelled on a shared pooled upstream session stayed unanswered for pool.queue_timeout: the session is retired');
+        }
+        leased.lease.release();
+      });
+      return;
+    }
+    // Released: a strict session that runs no task is closed by the pool instead of handed on.
+    if (cancelled && this.host.retireCancelled) member.strict = true;
     leased.lease.release();
   }
 
