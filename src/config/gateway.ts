@@ -40,7 +40,7 @@ export const PoolSchema = z.strictObject({
   size: z.number().int().min(0).default(1).describe('upstream sessions kept open (once started) when idle'),
   max: z.number().int().min(1).max(1024).default(8).describe('upstream sessions at most, per pool (per grant with share: grant)'),
   idle_timeout: DURATION.default('5m').describe('idle upstream sessions beyond size are closed after this long'),
-  queue_timeout: DURATION.default('10s').describe('how long a request waits for a free upstream session before the retryable pool-exhausted error'),
+  queue_timeout: DURATION.default('10s').describe('how long a request waits for a free upstream session before the retryable pool-exhausted error; also how long a request cancelled on a session shared by several requests (concurrency > 1) keeps its place while the server has not answered it'),
   queue_max: z.number().int().min(0).default(1000).describe('requests waiting at most, per pool; past it the pool-exhausted error at once'),
   share: oneOf(['grant', 'server']).default('grant').describe('grant: one pool per grant; server: one pool for all grants (only for servers that keep no per-client state)'),
   clients: oneOf(['modern', 'all']).default('modern').describe('modern: only 2026-07-28 clients are pooled; all: legacy sessions too (needs share: server)'),
