@@ -65,7 +65,6 @@ function maskOwnCommandLine(argv: string[]): void {
   try { process.title = ['toolgate', ...shown.value].join(' '); } catch { /* a platform without process titles */ }
 }
 
-/** Parses and runs one command. Returns the exit code: 0 ok, 1 the checked thing failed, 2 usage or environment error. */
 /**
  * `toolgate policy explain … | head -2`: the reader closing the pipe is not an error, and must not
  * print a Node stack trace. A command that listens for it itself (audit export saves its cursor)
@@ -83,6 +82,7 @@ function quietOnClosedStdout(argv: string[]): void {
   process.stdout.on('error', onError);
 }
 
+/** Parses and runs one command. Returns the exit code: 0 ok, 1 the checked thing failed, 2 usage or environment error. */
 export async function main(argv: string[]): Promise<number> {
   maskOwnCommandLine(argv);
   quietOnClosedStdout(argv);

@@ -102,16 +102,16 @@ export class Dashboard {
     return { id, csrf: this.mac(key, `csrf.${id}`), expires: Number(expires) };
   }
 
-  /**
-   * Whether the admin API may serve this request on the strength of a session cookie: false
-   * without a valid session (the caller answers 401); a state-changing request from another
-   * origin or without the session's CSRF token is refused with 403.
-   */
   /** Whether the request's session cookie still names a live session (for a stream it opened). */
   async signedIn(req: IncomingMessage): Promise<boolean> {
     return (await this.session(req)) !== null;
   }
 
+  /**
+   * Whether the admin API may serve this request on the strength of a session cookie: false
+   * without a valid session (the caller answers 401); a state-changing request from another
+   * origin or without the session's CSRF token is refused with 403.
+   */
   async authorizes(req: IncomingMessage): Promise<boolean> {
     const session = await this.session(req);
     if (!session) return false;
