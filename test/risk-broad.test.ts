@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { classifyTools, type ToolDefinition } from '../src/risk/index.js';
-import { check, obj, str } from './helpers/risk-cases.js';
+import { bool, check, enumOf, obj, says, str } from './helpers/risk-cases.js';
 import { scoreServer, type Label } from './helpers/safety.js';
 
 /**
@@ -10,18 +10,6 @@ import { scoreServer, type Label } from './helpers/safety.js';
  * as the tools they were drawn from. Each class only makes a tool stricter; the pairs beside them say
  * what must stay as it was.
  */
-
-const bool = { type: 'boolean' };
-const enumOf = (...values: string[]) => ({ type: 'string', enum: values });
-
-/** The rationale names why, beside the category. */
-function says(server: { name?: string; instructions?: string }, tool: ToolDefinition, category: string, words: RegExp) {
-  it(`${tool.name}: ${category}, and the rationale says why`, () => {
-    const [got] = classifyTools([tool], server);
-    assert.equal(got.category, category, got.rationale);
-    assert.match(got.rationale, words);
-  });
-}
 
 describe('a URL the tool loads in a browser is navigation (Execute), whatever report comes back', () => {
   check({ name: 'site-speed', instructions: 'Scores pages with Lighthouse.' }, [

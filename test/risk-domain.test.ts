@@ -1,7 +1,5 @@
-import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
-import { classifyTools, type ToolDefinition } from '../src/risk/index.js';
-import { check, obj, str } from './helpers/risk-cases.js';
+import { describe } from 'node:test';
+import { bool, check, enumOf, obj, says, str } from './helpers/risk-cases.js';
 
 /**
  * Round six of issue 24 (src/risk/classify/strict-domain.ts): destruction said in a domain's words,
@@ -9,17 +7,6 @@ import { check, obj, str } from './helpers/risk-cases.js';
  * server's own tools and calls that spend money when asked to. Every tool here is invented (no name or
  * description is taken from a blind set); each class has a lax neighbour that stays as it was.
  */
-const bool = { type: 'boolean' };
-const enumOf = (...values: string[]) => ({ type: 'string', enum: values });
-
-function says(server: { name?: string; instructions?: string }, tool: ToolDefinition, category: string, words: RegExp) {
-  it(`${tool.name}: ${category}, and the rationale says why`, () => {
-    const [got] = classifyTools([tool], server);
-    assert.equal(got.category, category, got.rationale);
-    assert.match(got.rationale, words);
-  });
-}
-
 describe('a reset to defaults or an empty state loses what was there; a password, a counter or a view reset does not', () => {
   check({ name: 'robot-runtime' }, [
     [{ name: 'settings_reset', description: 'Reset all settings to factory defaults.', inputSchema: obj({ section: str }) }, 'Destructive'],

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { classifyTools, type ToolDefinition } from '../src/risk/index.js';
-import { check, obj, str } from './helpers/risk-cases.js';
+import { classifyTools } from '../src/risk/index.js';
+import { bool, check, enumOf, obj, says, str } from './helpers/risk-cases.js';
 
 /**
  * Round seven of issue 24 (src/risk/classify/strict-shape.ts): classes read from the *shape* of a call
@@ -10,17 +10,6 @@ import { check, obj, str } from './helpers/risk-cases.js';
  * removal from the application itself, a query run to get its plan. Every tool here is invented (no
  * name or description is taken from a blind set); each class has a lax neighbour that stays as it was.
  */
-const bool = { type: 'boolean' };
-const enumOf = (...values: string[]) => ({ type: 'string', enum: values });
-
-function says(server: { name?: string; instructions?: string }, tool: ToolDefinition, category: string, words: RegExp) {
-  it(`${tool.name}: ${category}, and the rationale says why`, () => {
-    const [got] = classifyTools([tool], server);
-    assert.equal(got.category, category, got.rationale);
-    assert.match(got.rationale, words);
-  });
-}
-
 describe('a call the text says is billed is Financial, whatever it produces; a free one is not', () => {
   check({ name: 'studio-gen' }, [
     [{ name: 'render_song', description: 'Compose a song from a mood. Each call may incur costs on your studio account.', inputSchema: obj({ mood: str }) }, 'Financial'],

@@ -14,3 +14,15 @@ export function check(server: { name?: string; instructions?: string }, cases: C
     it(`${server.name ?? '(no server)'}: ${tool.name} is ${want}`, () => assert.equal(got[i].category, want, got[i].rationale));
   });
 }
+
+export const bool = { type: 'boolean' };
+export const enumOf = (...values: string[]) => ({ type: 'string', enum: values });
+
+/** The tool, classified alone on its server, gets its category and a rationale that says why. */
+export function says(server: { name?: string; instructions?: string }, tool: ToolDefinition, category: string, words: RegExp) {
+  it(`${tool.name}: ${category}, and the rationale says why`, () => {
+    const [got] = classifyTools([tool], server);
+    assert.equal(got.category, category, got.rationale);
+    assert.match(got.rationale, words);
+  });
+}
