@@ -4,22 +4,11 @@
 // a loop must not pile work on a shared process beyond its places. Real SDK v2 clients, a real
 // gateway, and the pool fixture server's `hold` with `stubborn` (it ignores cancellations).
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { pino } from 'pino';
 import type { Client } from '@modelcontextprotocol/client';
-import { AuditLog } from '../src/audit/index.js';
-import { GatewayConfigSchema } from '../src/config/gateway.js';
-import { Gateway } from '../src/gateway/server.js';
-import { Grants } from '../src/grants/grants.js';
-import { openSqliteState } from '../src/state/sqlite.js';
-import type { StateStore } from '../src/state/types.js';
 import { until } from './helpers/approvals.js';
-import { modernHttp } from './helpers/modern.js';
-import { FIXTURES, tempDir, writePolicy } from './helpers/toolgate.js';
+import { startPoolServe, type PoolEvent, type PoolServe } from './helpers/pool-serve.js';
 
-const SERVER = join(FIXTURES, 'pool-server.mjs');
 const POOLS: Record<string, object> = {
   // A grant holds at most 1 session's worth of places: 2 requests.
   cs: { share: 'server', max: 2, concurrency: 2, max_per_grant: 1, queue_timeout: '60s' },
@@ -29,58 +18,19 @@ const POOLS: Record<string, object> = {
   cg: { max: 1, concurrency: 2, queue_timeout: '3s' },
 };
 
-interface Event { pid: number; event: string; tool?: string; tag?: string | null }
-
 describe('toolgate serve: a call cancelled on a routed pooled session keeps its place until the server lets go', () => {
-  let dir: string;
-  let gateway: Gateway;
-  let state: StateStore;
-  let audit: AuditLog;
-  let base: string;
-  const tokens: Record<string, string> = {};
-  const clients: Client[] = [];
+  let h: PoolServe;
+  before(async () => { h = await startPoolServe(POOLS); });
+  after(() => h.close());
 
-  before(async () => {
-    dir = tempDir();
-    const policy = writePolicy(dir, { version: '1', default: 'allow' });
-    const servers = Object.fromEntries(Object.entries(POOLS).map(([name, pool]) => [name, {
-      command: process.execPath, args: [SERVER], protocol: 'legacy', policy, pool,
-      env: { RECORD_FILE: join(dir, `${name}.jsonl`), RELEASE_DIR: dir },
-    }]));
-    const config = GatewayConfigSchema.parse({ listen: '127.0.0.1:0', servers });
-    state = openSqliteState(join(dir, 'state.db'));
-    audit = new AuditLog(join(dir, 'audit.db'));
-    gateway = new Gateway({ config, state, audit, log: pino({ level: 'silent' }) });
-    base = `http://127.0.0.1:${(await gateway.start()).port}`;
-    const grants = new Grants(state.grants);
-    for (const server of Object.keys(POOLS)) for (const label of ['one', 'two']) tokens[`${server}-${label}`] = (await grants.create({ server, label: `${server}-${label}` })).token;
-  });
-
-  after(async () => {
-    for (const c of clients) await c.close().catch(() => undefined);
-    await gateway.stop();
-    audit.close();
-    await state.close();
-  });
-
-  const events = (server: string): Event[] => {
-    const file = join(dir, `${server}.jsonl`);
-    return existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)) : [];
-  };
-  const callOf = (server: string, tag: string) => events(server).find((e) => e.event === 'call' && e.tag === tag);
-  const release = (tag: string) => writeFileSync(join(dir, tag), '');
-  const modern = async (server: string, grant = 'one'): Promise<Client> => {
-    const c = await modernHttp('pinned', `${base}/mcp/${server}`, tokens[`${server}-${grant}`]);
-    clients.push(c);
-    return c;
-  };
+  const events = (server: string) => h.events(server);
+  const callOf = (server: string, tag: string) => h.callOf(server, tag);
+  const release = (tag: string) => h.release(tag);
+  const modern = (server: string, grant?: 'one' | 'two') => h.modern(server, grant);
+  const metric = (name: string, labels: Record<string, string>) => h.metric(name, labels);
   const text = (r: any): string => r.content[0].text;
-  const metric = async (name: string, labels: Record<string, string>): Promise<number> => {
-    const m = await gateway.metrics.registry.getSingleMetric(name)!.get();
-    return m.values.find((v) => Object.entries(labels).every(([k, x]) => v.labels[k] === x))?.value ?? 0;
-  };
   /** A stubborn hold (the server ignores its cancellation), cancelled once it reached the server. */
-  const cancelledHold = async (c: Client, server: string, tag: string): Promise<Event> => {
+  const cancelledHold = async (c: Client, server: string, tag: string): Promise<PoolEvent> => {
     const abort = new AbortController();
     const call = c.callTool({ name: 'hold', arguments: { tag, stubborn: true } }, { signal: abort.signal }).then(() => 'answered', (err: Error) => err);
     const sent = await until(() => callOf(server, tag), `${tag} upstream`);

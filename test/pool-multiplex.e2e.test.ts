@@ -3,79 +3,28 @@
 // requests, and so its progress tokens, from the same start), a real gateway, and the fixture
 // server of pool.e2e.test.ts, which tells its pid and records what it saw.
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { pino } from 'pino';
 import type { Client } from '@modelcontextprotocol/client';
-import { AuditLog } from '../src/audit/index.js';
-import { GatewayConfigSchema } from '../src/config/gateway.js';
-import { Gateway } from '../src/gateway/server.js';
-import { Grants } from '../src/grants/grants.js';
-import { openSqliteState } from '../src/state/sqlite.js';
-import type { StateStore } from '../src/state/types.js';
 import { until } from './helpers/approvals.js';
-import { modernHttp } from './helpers/modern.js';
-import { FIXTURES, tempDir, writePolicy } from './helpers/toolgate.js';
+import { startPoolServe, type PoolServe } from './helpers/pool-serve.js';
 
-const SERVER = join(FIXTURES, 'pool-server.mjs');
 const POOLS: Record<string, object> = {
   mc: { max: 1, concurrency: 2, queue_timeout: '60s' },
   ms: { share: 'server', max: 1, concurrency: 2, queue_timeout: '60s' },
   ml: { max: 1, concurrency: 4 },
 };
 
-interface Event { pid: number; event: string; tool?: string; tag?: string | null; answer?: any; error?: any }
-
 describe('toolgate serve: pool.concurrency, several calls on one upstream session', () => {
-  let dir: string;
-  let gateway: Gateway;
-  let state: StateStore;
-  let audit: AuditLog;
-  let base: string;
-  const tokens: Record<string, string> = {};
-  const clients: Client[] = [];
+  let h: PoolServe;
+  before(async () => { h = await startPoolServe(POOLS, { ml: { version: '1', default: 'allow', tools: { whoami: { limits: [{ counter: 'who', window: 'hour', max: 2, scope: 'grant' }] } } } }); });
+  after(() => h.close());
 
-  before(async () => {
-    dir = tempDir();
-    const policy = writePolicy(dir, { version: '1', default: 'allow' });
-    const limited = writePolicy(dir, { version: '1', default: 'allow', tools: { whoami: { limits: [{ counter: 'who', window: 'hour', max: 2, scope: 'grant' }] } } }, 'limited.json');
-    const servers = Object.fromEntries(Object.entries(POOLS).map(([name, pool]) => [name, {
-      command: process.execPath, args: [SERVER], protocol: 'legacy', policy: name === 'ml' ? limited : policy, pool,
-      env: { RECORD_FILE: join(dir, `${name}.jsonl`), RELEASE_DIR: dir },
-    }]));
-    const config = GatewayConfigSchema.parse({ listen: '127.0.0.1:0', servers });
-    state = openSqliteState(join(dir, 'state.db'));
-    audit = new AuditLog(join(dir, 'audit.db'));
-    gateway = new Gateway({ config, state, audit, log: pino({ level: 'silent' }) });
-    base = `http://127.0.0.1:${(await gateway.start()).port}`;
-    const grants = new Grants(state.grants);
-    for (const server of Object.keys(POOLS)) for (const label of ['one', 'two']) tokens[`${server}-${label}`] = (await grants.create({ server, label: `${server}-${label}` })).token;
-  });
-
-  after(async () => {
-    for (const c of clients) await c.close().catch(() => undefined);
-    await gateway.stop();
-    audit.close();
-    await state.close();
-  });
-
-  const events = (server: string): Event[] => {
-    const file = join(dir, `${server}.jsonl`);
-    return existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)) : [];
-  };
-  const callOf = (server: string, tag: string) => events(server).find((e) => e.event === 'call' && e.tag === tag);
-  const release = (tag: string) => writeFileSync(join(dir, tag), '');
-  const modern = async (server: string, grant = 'one'): Promise<Client> => {
-    const c = await modernHttp('pinned', `${base}/mcp/${server}`, tokens[`${server}-${grant}`]);
-    clients.push(c);
-    return c;
-  };
+  const events = (server: string) => h.events(server);
+  const callOf = (server: string, tag: string) => h.callOf(server, tag);
+  const release = (tag: string) => h.release(tag);
+  const modern = (server: string, grant?: 'one' | 'two') => h.modern(server, grant);
+  const metric = (name: string, labels: Record<string, string>) => h.metric(name, labels);
   const text = (r: any): string => r.content[0].text;
-  const metric = async (name: string, labels: Record<string, string>): Promise<number> => {
-    const m = await gateway.metrics.registry.getSingleMetric(name)!.get();
-    return m.values.find((v) => Object.entries(labels).every(([k, x]) => v.labels[k] === x))?.value ?? 0;
-  };
   const hold = (c: Client, tag: string, progress: string[], extra: object = {}, signal?: AbortSignal) =>
     c.callTool({ name: 'hold', arguments: { tag, ...extra } }, { onprogress: (p: any) => progress.push(p.message), signal });
 
@@ -145,8 +94,8 @@ describe('toolgate serve: pool.concurrency, several calls on one upstream sessio
     assert.equal(new Set(ran).size, 1, 'both on the one session');
     assert.equal(events('ml').filter((e) => e.tool === 'whoami').length, 2, 'the denied call never reached the server');
     const rows = await until(() => {
-      audit.flush();
-      const r = audit.query({ kind: 'call', server: 'ml', tool: 'whoami', limit: 10 });
+      h.audit.flush();
+      const r = h.audit.query({ kind: 'call', server: 'ml', tool: 'whoami', limit: 10 });
       return r.length === 3 && r.every((x) => x.outcome !== null || x.decision === 'deny') ? r : undefined;
     }, 'three audit rows');
     assert.deepEqual(rows.map((r) => r.decision).sort(), ['allow', 'allow', 'deny']);
