@@ -1,57 +1,29 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { chromium, type Browser, type Page } from 'playwright-core';
-import { pino } from 'pino';
-import { AuditLog } from '../src/audit/index.js';
-import { GatewayConfigSchema } from '../src/config/gateway.js';
-import { Gateway } from '../src/gateway/server.js';
-import { openSqliteState } from '../src/state/sqlite.js';
-import type { StateStore } from '../src/state/types.js';
-import { FIXTURES, tempDir, writePolicy } from './helpers/toolgate.js';
+import type { Page } from 'playwright-core';
+import { openDashboard, type SignedInDashboard } from './helpers/dashboard.js';
+import { FIXTURES, writePolicy } from './helpers/toolgate.js';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const ADMIN = 'poison-dashboard-admin-token-0123456789';
 const HIDDEN = /[\u{e0000}-\u{e007f}\u202a-\u202e\u2066-\u2069]/u;
 
 /** The dashboard's server view of a server with a poisoned tool, in Debian's Chromium. */
 describe('dashboard: poisoning in the server view', () => {
-  let dir: string; let state: StateStore; let audit: AuditLog; let gateway: Gateway; let browser: Browser; let page: Page; let base: string; let shots: string;
-  const homeBefore = process.env.TOOLGATE_HOME;
+  let page: Page; let base: string; let shots: string; let dash: SignedInDashboard;
 
   before(async () => {
-    assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing`);
-    dir = tempDir('toolgate-poison-dash-');
-    shots = process.env.DASHBOARD_SHOTS ?? join(dir, 'shots');
-    mkdirSync(shots, { recursive: true });
-    process.env.TOOLGATE_HOME = join(dir, 'home');
-    const policy = writePolicy(dir, { version: '1', default: 'allow', poisoned: 'hide' }, 'poisoned.json');
-    const config = GatewayConfigSchema.parse({
-      listen: '127.0.0.1:0', admin: { token: ADMIN },
-      servers: { poisoned: { command: process.execPath, args: [join(FIXTURES, 'poisoned-server.mjs')], policy } },
+    dash = await openDashboard({
+      prefix: 'toolgate-poison-dash-', admin: ADMIN,
+      servers: (dir) => ({ poisoned: { command: process.execPath, args: [join(FIXTURES, 'poisoned-server.mjs')], policy: writePolicy(dir, { version: '1', default: 'allow', poisoned: 'hide' }, 'poisoned.json') } }),
     });
-    state = openSqliteState(join(dir, 'state.db'));
-    audit = new AuditLog(join(dir, 'audit.db'));
-    gateway = new Gateway({ config, state, audit, log: pino({ level: 'silent' }) });
-    base = `http://127.0.0.1:${(await gateway.start()).port}`;
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'] });
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    context.setDefaultTimeout(30_000);
-    page = await context.newPage();
-    await page.goto(`${base}/ui/`);
-    await page.getByLabel('Admin token').fill(ADMIN);
-    await page.keyboard.press('Enter');
-    await page.getByRole('heading', { level: 1, name: 'Servers' }).waitFor();
+    ({ page, base } = dash);
+    shots = process.env.DASHBOARD_SHOTS ?? join(dash.dir, 'shots');
+    mkdirSync(shots, { recursive: true });
   });
 
-  after(async () => {
-    await browser?.close();
-    await gateway?.stop();
-    audit?.close();
-    await state?.close();
-    if (homeBefore === undefined) delete process.env.TOOLGATE_HOME; else process.env.TOOLGATE_HOME = homeBefore;
-  });
+  after(() => dash?.close());
 
   it('lists the findings, escaped, shows the configured verdict Hidden by (poisoned), and the lowered grade', async () => {
     await page.goto(`${base}/ui/#/servers/poisoned`);
