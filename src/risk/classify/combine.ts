@@ -10,7 +10,7 @@ import { liftsFromText, type Lift } from './action-text.js';
 import { actionValues, codeArgument, hasProperties, topProperties, schemaAction } from './from-schema.js';
 import { type ServerProfile, serverProfile } from './from-server.js';
 import { dangerCue } from './cues.js';
-import { strictReading } from './strict.js';
+import { strictReading, type Escalation } from './strict.js';
 import { broadReading } from './strict-broad.js';
 import { domainReading } from './strict-domain.js';
 import { shapeReading } from './strict-shape.js';
@@ -158,42 +158,23 @@ export function classifyTool(tool: ToolDefinition, server: ServerContext = {}, p
     notes.push(`The ${READ_ONLY.test(lowerDescription.slice(0, 300)) ? 'description' : 'server'} calls it read-only, but it evaluates ${code.what} (its \`${code.name}\` argument), so that claim does not lower it.`);
     evidence.push({ from: 'schema', text: code.name });
   }
-  // Classes that read laxer than they are (what a call costs, the arguments it takes, what it routes to or runs): only ever stricter.
-  const strict = strictReading(tool, action, lowerDescription, code, profile, ctx.money);
-  if (strict) {
+  // The stricter readings, each only ever raising what the ones before it found, in rounds' order.
+  const escalate = (r: Escalation | undefined): void => {
+    if (!r) return;
     if (!action) source = 'schema';
-    action = { ...(action ?? { verb: tool.name, objects: [], phrase: '' }), category: strict.category, effect: strict.effect };
-    notes.push(strict.note);
-    evidence.push(strict.evidence);
-    if (strict.leaned) leanedStrict = true;
-  }
+    action = { ...(action ?? { verb: tool.name, objects: [], phrase: '' }), category: r.category, effect: r.effect };
+    notes.push(r.note);
+    evidence.push(r.evidence);
+    if (r.leaned) leanedStrict = true;
+  };
+  // Classes that read laxer than they are (what a call costs, the arguments it takes, what it routes to or runs).
+  escalate(strictReading(tool, action, lowerDescription, code, profile, ctx.money));
   // Broad structural classes (round five): what a URL, a query, a prompt or a flag argument does, whatever the tool is called.
-  const broad = broadReading(tool, words, action, lowerDescription, profile, ctx.browser);
-  if (broad) {
-    if (!action) source = 'schema';
-    action = { ...(action ?? { verb: tool.name, objects: [], phrase: '' }), category: broad.category, effect: broad.effect };
-    notes.push(broad.note);
-    evidence.push(broad.evidence);
-    if (broad.leaned) leanedStrict = true;
-  }
+  escalate(broadReading(tool, words, action, lowerDescription, profile, ctx.browser));
   // Destruction in a domain's words and overwrite semantics (round six): a reset, a rebase, a restore, a sharing change.
-  const domain = domainReading(tool, words, action, lowerDescription, profile, ctx.browser);
-  if (domain) {
-    if (!action) source = 'schema';
-    action = { ...(action ?? { verb: tool.name, objects: [], phrase: '' }), category: domain.category, effect: domain.effect };
-    notes.push(domain.note);
-    evidence.push(domain.evidence);
-    if (domain.leaned) leanedStrict = true;
-  }
+  escalate(domainReading(tool, words, action, lowerDescription, profile, ctx.browser));
   // What a call's shape says (round seven): billed calls, widened access, passed gates, replaced content.
-  const shape = shapeReading(tool, words, action, lowerDescription, profile);
-  if (shape) {
-    if (!action) source = 'schema';
-    action = { ...(action ?? { verb: tool.name, objects: [], phrase: '' }), category: shape.category, effect: shape.effect };
-    notes.push(shape.note);
-    evidence.push(shape.evidence);
-    if (shape.leaned) leanedStrict = true;
-  }
+  escalate(shapeReading(tool, words, action, lowerDescription, profile));
   // Destructive outranks Execute when the tool is named for destroying ("drop_and_recreate_index" runs SQL, and drops).
   if (fromName?.category === 'Destructive' && action?.category === 'Execute') {
     notes.push(`It is named for destroying (“${fromName.verb}”), and Destructive outranks Execute.`);
