@@ -99,7 +99,7 @@ export class Approvals {
   private readonly sweeper: NodeJS.Timeout;
   private readonly now: () => number;
   private lastPurge = 0;
-  /** Approvals this process has announced (bounded: pending ones expire, and it is cleared as they end). */
+  /** Approvals this process has announced on its terminal (bounded: emptied whole at 10,000). */
   private readonly announced = new Set<string>();
 
   constructor(private readonly opts: ApprovalsOptions) {
